@@ -1,0 +1,5 @@
+"""`python -m triage` is the same as `vllm-triage`."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,156 @@
+"""The command line: arguments, exit codes, and the one place errors become one line on stderr.
+
+Exit codes (a contract): 0 no failure found, 1 a failure found (diagnosed or not),
+2 usage, input or rule-pack error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from . import __version__
+from .errors import RulePackError, TriageError, UsageError
+
+EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = ("rules", "schema")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so main() owns every exit code."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _triage_parser() -> argparse.ArgumentParser:
+    from .render import FORMATS
+
+    p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
+                epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`.")
+    p.add_argument("paths", nargs="+", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
+    p.add_argument("-f", "--format", choices=FORMATS, default=None,
+                   help="report format (default: terminal on a TTY, else markdown)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
+                   help="add a rule pack (or a folder of them) to the built-in ones")
+    p.add_argument("--width", type=int, default=None, help="terminal report width")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--no-redact", action="store_true",
+                   help="show secrets found in the log (local use only: never paste such a report)")
+    p.add_argument("--max-bytes", type=int, default=None, help="refuse inputs larger than this")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
+    p.add_argument("--version", action="version", version=f"vllm-triage {__version__}")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    """Run the CLI in-process (tests call this); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    show_traceback = "--traceback" in argv
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return _subcommand(argv, stdout)
+        return _triage(argv, stdin, stdout)
+    except TriageError as exc:
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        if isinstance(exc, RulePackError):
+            for problem in exc.problems:
+                stderr.write(f"vllm-triage: {problem}\n")
+        else:
+            stderr.write(f"vllm-triage: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        stderr.write("vllm-triage: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the one top-level handler: never a raw traceback
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        stderr.write(f"vllm-triage: internal error: {type(exc).__name__}: {exc} (run with --traceback for details)\n")
+        return EXIT_ERROR
+
+
+def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
+    from .pipeline import Options, load_rules, run
+    from .read import open_source
+    from .redact import redact_text
+    from .render import render
+
+    args = _triage_parser().parse_args(argv)
+    is_tty = hasattr(stdout, "isatty") and stdout.isatty() and not args.output
+    fmt = args.format or ("terminal" if is_tty else "markdown")
+    color = args.color == "always" or (args.color == "auto" and is_tty and not os.environ.get("NO_COLOR"))
+    width = args.width or (_terminal_width() if is_tty else 100)
+    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
+    rules = load_rules(args.rules)
+    chunks, worst = [], EXIT_OK
+    for path in args.paths:
+        stream, name = open_source(path, stdin)
+        try:
+            report = run(stream, name, options, rules)
+        finally:
+            if path != "-":
+                stream.close()
+        text = render(report, fmt, width=width, color=color)
+        chunks.append(redact_text(text) if options.redact else text)
+        worst = max(worst, EXIT_FAILURE_FOUND if report.outcome == "failed" else EXIT_OK)
+    out = _join(chunks, fmt)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(out)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        stdout.write(out)
+    return worst
+
+
+def _join(chunks: list[str], fmt: str) -> str:
+    if fmt == "json" and len(chunks) > 1:  # several logs: one JSON object per line (JSON Lines)
+        import json
+
+        return "".join(json.dumps(json.loads(c), ensure_ascii=False) + "\n" for c in chunks)
+    return "\n".join(chunks)
+
+
+def _terminal_width() -> int:
+    try:
+        return max(60, min(os.get_terminal_size().columns, 160))
+    except OSError:
+        return 100
+
+
+def _subcommand(argv: list[str], stdout: IO[str]) -> int:
+    if argv[0] == "schema":
+        import json
+
+        from .report import json_schema
+
+        stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+        return EXIT_OK
+    from .rules_cli import rules_command
+
+    return rules_command(argv[1:], stdout)
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

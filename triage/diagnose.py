@@ -1,0 +1,205 @@
+"""Match rules against each failed attempt, compute their figures, rank, attach evidence.
+
+Ranking: each rule states its rank (an expression, so a tie-break such as "a foreign
+holder larger than the shortfall leads" lives in the rule pack); a rule whose bound
+event is part of the fatal error gets a small bonus, so the fatal event's cause leads
+among equals. One diagnosis per cause; a fallback rule (unknown_failure) only speaks
+when no other rule explained the attempt. The last attempt leads; causes seen only in
+earlier attempts follow it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from . import events as ev
+from .errors import ExpressionError
+from .expr import FactView, Trace
+from .facts import Facts, find_oom, merge
+from .report import Diagnosis, Evidence, Remedy
+from .rules import Rule
+from .timeline import Attempt, Signal
+
+FATAL_BONUS = 5
+MAX_EVIDENCE = 8
+EXPORTED_FACT_TYPES = (int, float, str, bool, list)
+
+
+class FailureView(BaseModel):
+    """What rules may read about the failure; a model so reading it cites its line."""
+
+    model_config = ConfigDict(frozen=True)
+    line: int
+    origin: str = ""
+    phase: str | None = None
+    type: str | None = None
+    message: str = ""
+    frames: list[str] = []
+    files: list[str] = []
+    kinds: list[str] = []
+    after_ready: bool = False
+    exit_code: int | None = None
+    repeats: int = 1
+
+
+def failure_view(signal: Signal | None) -> FailureView | None:
+    if signal is None:
+        return None
+    exc = signal.exception
+    chain_frames = signal.chain.frames if signal.chain else []
+    died = next((e for e in signal.events if isinstance(e, ev.ProcessDied)), None)
+    return FailureView(
+        line=signal.line, origin=signal.origin, phase=signal.phase, type=exc.type if exc else None,
+        message=(exc.message if exc else _describe(signal))[:2000],
+        frames=[f.func for f in chain_frames], files=[f.file for f in chain_frames],
+        kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
+        exit_code=died.exit_code if died else None, repeats=signal.repeats,
+    )
+
+
+def _describe(signal: Signal) -> str:
+    for e in signal.events:
+        if isinstance(e, ev.ProcessDied):
+            return f"{e.wrapper} {e.name or ''}".strip()
+    return signal.events[0].kind if signal.events else ""
+
+
+class AttemptResult(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    attempt: Attempt
+    fatal: Signal | None
+    facts: Facts
+    diagnoses: list[Diagnosis]
+
+
+def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tuple[str, str]],
+                     attempt_count: int) -> AttemptResult:
+    fatal = attempt.fatal
+    facts = merge(attempt, fatal)
+    if fatal is None:
+        return AttemptResult(attempt=attempt, fatal=None, facts=facts, diagnoses=[])
+    base = {
+        "failure": failure_view(fatal),
+        "oom": find_oom(attempt, fatal),
+        "facts": FactView(facts),
+        "attempt": {"index": attempt.index, "count": attempt_count, "ready": attempt.ready is not None,
+                    "repeats": attempt.repeats},
+        "seen": sorted(attempt.kinds()),
+        "event": None,
+        "other_causes": [],
+    }
+    fatal_lines = _fatal_lines(fatal)
+    found: dict[str, tuple[float, Diagnosis]] = {}
+    fallbacks: list[tuple[float, Diagnosis]] = []
+    for order, rule in enumerate(rules):
+        hit = _apply(rule, attempt, base, texts, fatal_lines)
+        if hit is None:
+            continue
+        rank, diagnosis = hit
+        diagnosis.attempt = attempt.index
+        if rule.fallback:
+            fallbacks.append((rank, diagnosis))
+        elif diagnosis.id not in found or rank > found[diagnosis.id][0]:
+            found[diagnosis.id] = (rank, diagnosis)
+    ranked = sorted(found.values(), key=lambda rd: (-rd[0], -rd[1].confidence))
+    if not ranked and fallbacks:
+        ranked = sorted(fallbacks, key=lambda rd: -rd[0])[:1]
+    return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
+
+
+def _fatal_lines(fatal: Signal) -> set[int]:
+    lines = {fatal.line}
+    if fatal.chain:
+        lines |= {tb.exception.line for tb in fatal.chain.tracebacks if tb.exception}
+    return lines
+
+
+def _apply(rule: Rule, attempt: Attempt, base: dict[str, Any], texts: Mapping[int, tuple[str, str]],
+           fatal_lines: set[int]) -> tuple[float, Diagnosis] | None:
+    failure: FailureView = base["failure"]
+    if rule.phases is not None and failure.phase not in rule.phases:
+        return None
+    bindings: list[ev.Event | None] = [None]
+    if rule.event:
+        bindings = [e for e in attempt.events if e.kind == rule.event]
+    for event in bindings:
+        ctx = dict(base, event=event)
+        trace = Trace()
+        if rule.phases is not None:
+            trace.saw(failure.line)
+        if event is not None:
+            trace.saw(event.line)
+        try:
+            made = _evaluate(rule, ctx, trace)
+        except ExpressionError:
+            continue  # a rule that cannot read this log does not apply to it
+        if made is None:
+            continue
+        rank, diagnosis = made
+        if event is not None and event.line in fatal_lines:
+            rank += FATAL_BONUS
+        diagnosis.evidence = _evidence(trace, texts)
+        return rank, diagnosis
+    return None
+
+
+def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Diagnosis] | None:
+    if not all(_truthy(e.evaluate(ctx, trace)) for e in rule.all):
+        return None
+    if rule.any and not any(_truthy(e.evaluate(ctx, trace)) for e in rule.any):
+        return None
+    figures: dict[str, Any] = {}
+    for name, expr in rule.figures.items():
+        value = expr.evaluate(ctx, trace)
+        ctx[name] = value
+        if value is not None:
+            figures[name] = value
+    sentences = [s for t in rule.explanation if (s := t.render(ctx, trace))]
+    remedies = [r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None]
+    rank = _number(rule.rank.evaluate(ctx, trace), 0.0)
+    confidence = max(0.0, min(1.0, _number(rule.confidence.evaluate(ctx, trace), 0.5)))
+    diagnosis = Diagnosis(id=rule.cause, title=rule.title, confidence=round(confidence, 2),
+                          explanation=" ".join(sentences), remedies=remedies, rule=rule.id,
+                          figures={k: v for k, v in figures.items() if isinstance(v, (int, float, str, bool))})
+    return rank, diagnosis
+
+
+def _remedy(spec, ctx: dict[str, Any], trace: Trace) -> Remedy | None:
+    if spec.when is not None and not _truthy(spec.when.evaluate(ctx, trace)):
+        return None
+    text = spec.text.render(ctx, trace)
+    flags = {k: t.render(ctx, trace) for k, t in spec.flags.items()}
+    env = {k: t.render(ctx, trace) for k, t in spec.env.items()}
+    if text is None or any(v is None for v in flags.values()) or any(v is None for v in env.values()):
+        return None  # a remedy whose figure is not in the log is not offered
+    return Remedy(text=text, flags=flags, env=env)  # type: ignore[arg-type]
+
+
+def _evidence(trace: Trace, texts: Mapping[int, tuple[str, str]]) -> list[Evidence]:
+    lines = sorted(n for n in trace.lines if n in texts)
+    if len(lines) > MAX_EVIDENCE:
+        lines = lines[: MAX_EVIDENCE // 2] + lines[-MAX_EVIDENCE // 2:]
+    return [Evidence(line=n, text=texts[n][1], origin=texts[n][0]) for n in lines]
+
+
+def _truthy(v: Any) -> bool:
+    return bool(v) if v is not None else False
+
+
+def _number(v: Any, default: float) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def exported_facts(facts: Facts) -> dict[str, Any]:
+    """The facts a report shows: real figures from the log, not internal markers or defaults."""
+    out: dict[str, Any] = {}
+    for name in sorted(facts):
+        fact = facts[name]
+        if fact.line == 0 and name == "block_size":
+            continue
+        if isinstance(fact.value, EXPORTED_FACT_TYPES):
+            out[name] = fact.value
+    return out

@@ -1,0 +1,175 @@
+"""One physical line in, one `Line` out: colour codes gone, prefixes peeled, origin remembered.
+
+This stage knows the *shapes* that wrap a message (terminal colours, journald, docker,
+Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyTorch's
+`[rankN]:`, vLLM's logger header) but no message wording: that belongs to the grammar.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]*[A-Za-z]"  # real escapes
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC titles
+    r"|\^\[\[[0-9;]*[A-Za-z]"  # pasted caret form ^[[0;36m
+    r"|(?:#033|\\033|\\x1b|\\e|\\u001b)\[[0-9;]*[A-Za-z]"  # escaped forms
+    r"|\[\d{1,3}(?:;\d{1,3})*m"  # the ESC byte lost: [1;36m ... [0;0m
+)
+
+
+@dataclass(slots=True, frozen=True)
+class Line:
+    """A log line reduced to its message, with where it came from."""
+
+    no: int
+    text: str
+    origin: str = ""
+    pid: int | None = None
+    level: str | None = None
+    time: str | None = None
+    source: str | None = None
+    repeat: int = 1
+    raw: str = ""
+    headed: bool = False  # carried vLLM's own logger header (or another logger's)
+
+
+# Each peeler: (compiled pattern anchored at the start, what to take from it).
+_TIMESTAMP_PEELERS = [
+    # GitHub Actions / Kubernetes / RFC 3339, optionally bracketed: 2026-02-24T20:21:58.1234567Z
+    re.compile(r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+"),
+    # [2023-10-30 14:14:35] or [2023-10-30 14:14:35,123]
+    re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\s*"),
+    # journald short format: Nov 29 10:11:40 host unit[123]:
+    re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@.\-/]+(?:\[\d+\])?: "),
+    # Slurm `tail` headers are dropped whole elsewhere; srun task prefix: "0: "
+    re.compile(r"\d{1,4}: (?=\S)"),
+]
+_LOGGER_PEELERS = [
+    # FastChat/loguru: 2024-02-20 21:46:23 | ERROR | stderr |
+    re.compile(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \| (?P<level>{LEVELS}) \| [\w.\-]+ \| ?"),
+    # python logging in wrappers: 2025-06-20 10:00:00,123 - __main__ - INFO -
+    re.compile(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.\-]+ - (?P<level>{LEVELS}) - "),
+    # Ray's own logger: 2023-10-30 06:14:35,574\tWARNING worker.py:2037 --
+    re.compile(rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\s+(?P<level>{LEVELS})\s+(?P<source>[\w.]+:\d+) -- "),
+    # glog (Triton, absl): I0219 10:54:28.679378 1 model.py:12]
+    re.compile(r"(?P<glog>[IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?P<source>[\w.\-]+:\d+)\] "),
+]
+_COMPOSE = re.compile(r"(?P<svc>[\w.\-\[\]@/]{1,64})\s+\| ?")
+_PROCESS = re.compile(
+    r"\((?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
+    r"(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
+)
+_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
+_STAGE = re.compile(r"\[Stage-\d+\]\s")
+_VLLM_HEADER = re.compile(
+    rf"(?P<level>{LEVELS}) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<source>[^\]\s]+:\d+)\] ?"
+)
+_UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
+_QUOTE = re.compile(r"(?:>\s?)+")
+_NUMBERED = re.compile(rf"\d{{1,9}}(?::|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File )")
+_RAY_REPEAT = re.compile(r"\s*\[repeated (\d+)x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
+_RAY_DEDUP_NOTE = re.compile(r"\s*\(Ray deduplicates logs by default\..*\)\s*$")
+_PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}
+_GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+
+
+def strip_ansi(text: str) -> str:
+    """Remove colour codes in every form a log can carry them (raw, pasted, escaped, half-lost)."""
+    if "[" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def peel(raw: str, no: int) -> Line:
+    """Reduce a physical line to its message, recording level, time, source and origin."""
+    text = strip_ansi(raw).rstrip()
+    origin, pid, level, time, source, headed = "", None, None, None, None, False
+    for _ in range(12):  # a hard bound: stacked prefixes never go this deep
+        before = text
+        text, origin, pid = _peel_process(text, origin, pid)
+        if text is before:
+            m = _VLLM_HEADER.match(text)
+            if m:  # vLLM's own header: what follows is the message, peel no further
+                level, time, source, headed = m["level"], m["time"], m["source"], True
+                text = text[m.end():]
+                break
+            text, level, source, headed = _peel_outer(text, level, source, headed)
+        if text is before:
+            break
+    text, repeat = _peel_ray_repeat(text)
+    return Line(no, text, origin, pid, _norm_level(level), time, source, repeat, raw, headed)
+
+
+def _peel_process(text: str, origin: str, pid: int | None) -> tuple[str, str, int | None]:
+    if text.startswith("("):
+        m = _PROCESS.match(text)
+        if m and (m["pid"] or m["name"] in _PROCESS_NAMES_WITHOUT_PID):
+            name = m["name"]
+            new_pid = int(m["pid"]) if m["pid"] else None
+            label = name if "rank=" in name or not new_pid else f"{name} pid={new_pid}"
+            return text[m.end():], label, new_pid
+    elif text.startswith("[rank"):
+        m = _RANK.match(text)
+        if m:
+            return text[m.end():], origin or f"rank{m['rank']}", pid
+    elif text.startswith("[Stage-"):
+        m = _STAGE.match(text)
+        if m:
+            return text[m.end():], origin, pid
+    return text, origin, pid
+
+
+def _peel_outer(text: str, level, source, headed) -> tuple[str, str | None, str | None, bool]:
+    """Prefixes that wrap the whole line: quotes, line numbers, timestamps, other loggers."""
+    if not text:
+        return text, level, source, headed
+    first = text[0]
+    if first == ">":
+        m = _QUOTE.match(text)
+        return text[m.end():], level, source, headed  # type: ignore[union-attr]
+    if first.isdigit():
+        for pattern in (_NUMBERED, *_TIMESTAMP_PEELERS, *_LOGGER_PEELERS):
+            m = pattern.match(text)
+            if m:
+                groups = m.groupdict()
+                return text[m.end():], groups.get("level") or level, groups.get("source") or source, bool(
+                    groups.get("level")
+                ) or headed
+    if first == "[" or first.isalpha():
+        for pattern in (*_TIMESTAMP_PEELERS, *_LOGGER_PEELERS):
+            m = pattern.match(text)
+            if m:
+                groups = m.groupdict()
+                lv = groups.get("level") or (_GLOG_LEVELS.get(groups["glog"]) if groups.get("glog") else None)
+                return text[m.end():], lv or level, groups.get("source") or source, bool(lv) or headed
+        m = _UVICORN.match(text)
+        if m:
+            return text[m.end():], m["level"], source, True
+        m = _COMPOSE.match(text)
+        if m and not _VLLM_HEADER.match(text):
+            return text[m.end():], level, source, headed
+    return text, level, source, headed
+
+
+def _peel_ray_repeat(text: str) -> tuple[str, int]:
+    if not text.endswith(")") and not text.endswith("]"):
+        return text, 1
+    m = _RAY_REPEAT.search(text)
+    if m:
+        return text[: m.start()], int(m.group(1))
+    m = _RAY_DEDUP_NOTE.search(text)
+    if m:
+        return text[: m.start()], 1
+    return text, 1
+
+
+def _norm_level(level: str | None) -> str | None:
+    if level == "WARN":
+        return "WARNING"
+    if level == "FATAL":
+        return "CRITICAL"
+    return level

@@ -1,0 +1,524 @@
+"""Lines to events: a cheap anchor scan, then lark (LALR) on the text from each anchor.
+
+Each start rule of `vllm_log.lark` begins with a terminal; those first terminals are the
+anchors. One combined regex of all anchors, built from the grammar itself so the two
+cannot drift apart, finds in one pass which rules a line can feed. Lines with no anchor
+never reach the parser. A line the grammar does not accept is simply not an event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import LarkError
+
+from . import events as ev
+from .lines import Line
+from .settings import parse_settings
+from .units import parse_size
+
+# Start rules, one per message family; the Transformer turns each into events.
+START_RULES = (
+    "oom", "cuda_error_oom", "cpu_alloc", "budget", "profile_split", "profile_results",
+    "profile_time", "kv_memory", "kv_tokens", "max_concurrency", "blocks", "weights_v0",
+    "weights_v1", "startup_free", "profiling_error", "kv_error", "no_cache", "graph_start",
+    "graph_done", "sampler_oom", "load_oom", "encoder_budget", "profile_start",
+    "weights_start", "swap", "ready", "banner", "server_version", "logo_version", "arg_dump",
+    "traceback", "frame", "chain", "exception", "wrapper",
+)
+# Rules that only make sense at the start of a message (their anchors are generic words).
+AT_START_ONLY = frozenset({"frame", "chain", "exception"})
+_WS = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAX_RETRIES = 4
+
+
+@lru_cache(maxsize=1)
+def grammar() -> Lark:
+    """The grammar, built once per process (and cached on disk by lark between runs)."""
+    return Lark.open_from_package(
+        "triage", "vllm_log.lark", parser="lalr", start=list(START_RULES), cache=_cache_path()
+    )
+
+
+def _cache_path() -> str | bool:
+    import os
+    import tempfile
+
+    from . import __version__
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(tempfile.gettempdir(), f"vllm-triage-{os.getuid()}")
+    try:
+        os.makedirs(base, exist_ok=True)
+        return os.path.join(base, f"vllm_log-{__version__}.lark.cache")
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=1)
+def anchors() -> tuple[re.Pattern[str], dict[str, str]]:
+    """One regex with a named group per start rule, from each rule's first terminals."""
+    lark = grammar()
+    terminals = {t.name: t for t in lark.terminals}
+    first = _first_terminals(lark)
+    groups, names = [], {}
+    for i, rule in enumerate(START_RULES):
+        pats = []
+        for term in sorted(first[rule]):
+            pattern = terminals[term].pattern
+            pats.append(pattern.to_regexp())
+        group = f"a{i}"
+        names[group] = rule
+        groups.append(f"(?P<{group}>{'|'.join(pats)})")
+    return re.compile("|".join(groups)), names
+
+
+# Literal words that every match of a true regex anchor contains (the others are derived).
+REGEX_HINTS: dict[str, tuple[str, ...]] = {
+    "OOM_HEAD": ("out of memory.",),
+    "DEVICE_ERROR_OOM": ("error: out of memory",),
+    "EXC_NAME": ("Error", "Exception", "Interrupt", "Exit", "Fault", "Failure", "Timeout", "Cancelled"),
+    "BLOCKS_HEAD": (" blocks:",),
+    "FRAME_FILE": ('File "',),  # an OOM clause that can open a line only inside a wrapped OOM text
+}
+
+
+@lru_cache(maxsize=1)
+def prefilter_words() -> tuple[str, ...]:
+    """Literal substrings, one of which every anchor match contains: the cheap first test."""
+    lark = grammar()
+    terminals = {t.name: t for t in lark.terminals}
+    words: set[str] = set()
+    for rule, firsts in _first_terminals(lark).items():
+        for name in firsts:
+            words.update(_literals(name, terminals[name].pattern))
+    return tuple(sorted(words))
+
+
+def _literals(name: str, pattern) -> tuple[str, ...]:
+    if name in REGEX_HINTS:
+        return REGEX_HINTS[name]
+    if pattern.type == "str":
+        return (pattern.value,)
+    body = pattern.value
+    if body.startswith("(?:") and body.endswith(")"):
+        body = body[3:-1]
+    parts = body.split("|")
+    if any(re.search(r"(?<!\\)[\\[\](){}*+?^$]", re.sub(r"\\.", "", p)) for p in parts):
+        raise ValueError(f"anchor terminal {name} needs an entry in REGEX_HINTS")
+    return tuple(re.sub(r"\\(.)", r"\1", p) for p in parts)
+
+
+@lru_cache(maxsize=1)
+def _prefilter_regex() -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(w) for w in sorted(prefilter_words(), key=len, reverse=True)))
+
+
+def prefilter(raw: str) -> bool:
+    """Can this physical line hold an event? (A superset test; the grammar decides.)"""
+    return _prefilter_regex().search(raw) is not None
+
+
+def _first_terminals(lark: Lark) -> dict[str, set[str]]:
+    """FIRST sets of the start rules (terminal names), computed from lark's rule table."""
+    by_origin: dict[str, list[list[str]]] = {}
+    for rule in lark.rules:
+        by_origin.setdefault(rule.origin.name, []).append([s.name for s in rule.expansion])
+    memo: dict[str, set[str]] = {}
+
+    def first(sym: str, seen: frozenset[str]) -> set[str]:
+        if sym not in by_origin:
+            return {sym}
+        if sym in memo:
+            return memo[sym]
+        out: set[str] = set()
+        for expansion in by_origin[sym]:
+            for s in expansion:
+                if s in seen:
+                    break
+                out |= first(s, seen | {sym})
+                if not _nullable(s, by_origin):
+                    break
+        memo[sym] = out
+        return out
+
+    return {r: first(r, frozenset()) for r in START_RULES}
+
+
+def _nullable(sym: str, by_origin: dict[str, list[list[str]]]) -> bool:
+    return sym in by_origin and any(not exp for exp in by_origin[sym])
+
+
+def normalise(text: str) -> str:
+    """Collapse whitespace and drop control bytes so literal phrases match as printed."""
+    if "\x00" in text or "\x1b" in text:
+        text = _CONTROL.sub("", text)
+    return _WS.sub(" ", text).strip()
+
+
+def parse_line(line: Line) -> list[ev.Event]:
+    """Every event a line states (often none). Never raises on odd input."""
+    text = normalise(line.text)
+    if not text:
+        return []
+    pattern, names = anchors()
+    found: dict[str, int] = {}
+    for m in pattern.finditer(text):
+        rule = names[m.lastgroup or ""]
+        if rule in found or (rule in AT_START_ONLY and m.start() != 0):
+            continue
+        found[rule] = m.start()
+    out: list[ev.Event] = []
+    for rule, pos in found.items():
+        out.extend(_parse_from(rule, text[pos:], line))
+    return out
+
+
+def parse_lines(lines: Iterable[Line]) -> Iterator[ev.Event]:
+    for line in lines:
+        yield from parse_line(line)
+
+
+def _parse_from(rule: str, text: str, line: Line) -> list[ev.Event]:
+    """Parse; when the text was cut short, retry on the longest prefix that ends a clause."""
+    truncated = False
+    for _ in range(MAX_RETRIES):
+        try:
+            tree = grammar().parse(text, start=rule)
+            made = _TRANSFORMER.transform(tree)
+        except LarkError as exc:
+            cut = _clause_boundary(text, getattr(exc, "pos_in_stream", None) or getattr(exc, "column", 0) or 0)
+            if cut is None:
+                return []
+            text, truncated = cut, True
+            continue
+        except (ValueError, ArithmeticError, OverflowError):
+            return []
+        return [_build(item, line, truncated) for item in (made if isinstance(made, list) else [made]) if item]
+    return []
+
+
+def _clause_boundary(text: str, pos: int) -> str | None:
+    """The text up to the last sentence/clause end before the failure position."""
+    pos = pos if 0 < pos <= len(text) else len(text)
+    for sep in (". ", "; ", ", "):
+        i = text.rfind(sep, 0, pos)
+        if i > 0:
+            return text[: i + 1]
+    return None
+
+
+def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
+    kind = item.pop("kind")
+    cls = EVENT_TYPES[kind]
+    return cls(line=line.no, origin=line.origin, pid=line.pid, truncated=truncated, **item)
+
+
+EVENT_TYPES: dict[str, type[ev.Event]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in vars(ev).values()
+    if isinstance(cls, type) and issubclass(cls, ev.Event) and "kind" in cls.model_fields
+}
+
+
+def _num(tok: Token | str) -> float:
+    return float(str(tok))
+
+
+def _int(tok: Token | str) -> int:
+    return int(str(tok).replace(",", ""))
+
+
+@v_args(inline=True)
+class ToEvents(Transformer):
+    """Method names are the grammar's rule names and aliases; each returns event fields."""
+
+    # --- OOM ---
+    def oom(self, head, requested, rest, tail=None):
+        fields = {"kind": "torch_oom", "device": str(head).split()[0], "requested": parse_size(requested)}
+        fields.update(rest)
+        return fields
+
+    def oom_new(self, *clauses):
+        out: dict = {"processes": []}
+        for key, value in clauses:
+            if key == "process":
+                out["processes"].append(value)
+            else:
+                out.update(value)
+        out["processes"] = tuple(out["processes"])
+        return out
+
+    def oom_capacity(self, *args):
+        sizes = [a for a in args if a.type == "SIZE"]
+        index = [a for a in args if a.type == "INT"]
+        return "capacity", {
+            "gpu_index": _int(index[0]) if index else None,
+            "total": parse_size(sizes[0]),
+            "free": parse_size(sizes[1]),
+        }
+
+    def oom_process(self, pid, size):
+        return "process", ev.OomProcess(pid=_int(pid), bytes=parse_size(size))
+
+    def oom_this_process(self, size):
+        return "this", {"this_process": parse_size(size)}
+
+    def oom_allowed(self, size):
+        return "allowed", {"allowed": parse_size(size)}
+
+    def oom_allocation(self, allocated, *rest):
+        private = rest[0] if len(rest) == 2 else None
+        return "allocation", {
+            "allocated": parse_size(allocated),
+            "private_pools": private,
+            "reserved_unallocated": parse_size(rest[-1]),
+        }
+
+    def oom_private(self, size):
+        return parse_size(size)
+
+    def oom_old(self, *clauses):
+        out: dict = {}
+        for c in clauses:
+            out.update(c)
+        return out
+
+    def old_gpu(self, index):
+        return {"gpu_index": _int(index)}
+
+    def old_total(self, size, _cap):
+        return {"total": parse_size(size)}
+
+    def old_allocated(self, size):
+        return {"allocated": parse_size(size)}
+
+    def old_free(self, size):
+        return {"free": parse_size(size)}
+
+    def old_allowed(self, size):
+        return {"allowed": parse_size(size)}
+
+    def old_reserved(self, size):
+        return {"reserved_total": parse_size(size)}
+
+    def cuda_error_oom(self, head, tail=None):
+        return {"kind": "cuda_error_oom", "device": str(head).split()[0]}
+
+    def cpu_alloc(self, _verb, n, tail=None):
+        return {"kind": "cpu_alloc_failed", "requested": _int(n)}
+
+    # --- V0 profiling ---
+    def budget(self, total, util, budget, tail=None):
+        return {"kind": "memory_budget", "total": parse_size(total), "utilization": _num(util),
+                "budget": parse_size(budget)}
+
+    def profile_split(self, *clauses):
+        out = {"kind": "memory_profile"}
+        for c in clauses:
+            if isinstance(c, tuple):
+                out[c[0]] = c[1]
+        return out
+
+    def split_weights(self, s):
+        return "weights", parse_size(s)
+
+    def split_non_torch(self, s):
+        return "non_torch", parse_size(s)
+
+    def split_activation(self, s):
+        return "activation_peak", parse_size(s)
+
+    def split_kv(self, s):
+        return "kv_cache", parse_size(s)
+
+    def profile_results(self, *pairs):
+        got = dict(p for p in pairs if isinstance(p, tuple))
+        total, util = got.get("total_gpu_memory"), got.get("gpu_memory_utilization")
+        out: list[dict] = []
+        if isinstance(total, int) and util is not None:
+            out.append({"kind": "memory_budget", "total": total, "utilization": float(util),
+                        "budget": int(total * float(util))})
+        out.append({"kind": "memory_profile", "kv_cache": got.get("kv_cache_size"),
+                    "non_torch": got.get("non_torch_memory")})
+        return out
+
+    def result_pair(self, name, value):
+        return str(name), parse_size(value) if value.type == "SIZE" else _num(value)
+
+    # --- V1 profiling ---
+    def profile_time(self, seconds, *clauses):
+        out = {"kind": "memory_profile", "seconds": _num(seconds)}
+        out.update(c for c in clauses if isinstance(c, tuple))
+        return out
+
+    def v1_non_kv(self, s):
+        return "non_kv_total", parse_size(s)
+
+    def v1_activation(self, s):
+        return "activation_peak", parse_size(s)
+
+    def v1_non_torch(self, s):
+        return "non_torch", parse_size(s)
+
+    def v1_consumed(self, s):
+        return "non_torch", parse_size(s)
+
+    def v1_weights(self, s):
+        return "weights", parse_size(s)
+
+    def kv_memory(self, size, tail=None):
+        return {"kind": "kv_cache_memory", "bytes": parse_size(size)}
+
+    def kv_tokens(self, n, tail=None):
+        return {"kind": "kv_cache_tokens", "tokens": _int(n)}
+
+    def concurrency(self, n, factor):
+        return {"kind": "max_concurrency", "tokens_per_request": _int(n), "factor": float(str(factor)[:-1])}
+
+    def max_concurrency(self, conc, tail=None):
+        return conc
+
+    def blocks(self, _head, gpu, *rest):
+        cpu = _int(rest[1]) if len(rest) >= 2 and rest[1].type == "INT" else None
+        return {"kind": "cache_blocks", "gpu_blocks": _int(gpu), "cpu_blocks": cpu}
+
+    def weights_v0(self, size, tail=None):
+        return {"kind": "weights_loaded", "bytes": parse_size(size)}
+
+    def weights_v1(self, size, *rest):
+        secs = [r for r in rest if isinstance(r, Token) and r.type == "NUMBER"]
+        return {"kind": "weights_loaded", "bytes": parse_size(size), "seconds": _num(secs[0]) if secs else None}
+
+    # --- startup free memory ---
+    def startup_free(self, *args):
+        device = str(args[0]) if args[0].type == "DEVICE_NAME" else None
+        rest = args[1:] if device else args
+        free_gib, total, tail = rest[0], rest[1], rest[2]
+        fields = {"kind": "startup_free_memory", "free": parse_size(f"{free_gib} GiB"),
+                  "total": parse_size(total), "device": device}
+        fields.update(tail)
+        return fields
+
+    def free_error(self, util, requested):
+        return {"utilization": _num(util), "requested": parse_size(requested), "is_error": True}
+
+    def free_info(self, util, requested):
+        return {"utilization": _num(util), "requested": parse_size(requested), "is_error": False}
+
+    def profiling_error(self, figures=None, tail=None):
+        fields = {"kind": "profiling_mismatch"}
+        if isinstance(figures, dict):
+            fields.update(figures)
+        return fields
+
+    def profiling_figures(self, measure, a, _cur, _m2, b):
+        return {"measure": str(measure), "initial": a, "current": b}
+
+    def amount(self, tok):
+        return parse_size(tok) if tok.type == "SIZE" else _int(tok)
+
+    # --- KV errors ---
+    def kv_error(self, n, tail):
+        tail["max_seq_len"] = _int(n)
+        return tail
+
+    def kv_too_small(self, m, tail=None):
+        return {"kind": "kv_too_small", "kv_tokens": _int(m)}
+
+    def kv_needed(self, needed, available, *rest):
+        est = next((r for r in rest if isinstance(r, int)), None)
+        return {"kind": "kv_needed", "needed": parse_size(needed), "available": parse_size(available),
+                "estimated_max_len": est}
+
+    def kv_estimate(self, n=None):
+        return _int(n) if n is not None else None
+
+    def no_cache(self, tail=None):
+        return {"kind": "no_cache_memory"}
+
+    # --- graphs, warm-up, loading ---
+    def graph_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "cuda_graph_capture", "what": str(head)}
+
+    def graph_done(self, secs, *rest):
+        size = next((r for r in rest if r.type == "SIZE"), None)
+        return {"kind": "graph_capture_done", "seconds": _num(secs), "bytes": parse_size(size) if size else None}
+
+    def sampler_oom(self, what, n, tail=None):
+        return {"kind": "sampler_warmup_oom", "requests": _int(n), "what": str(what).split()[0]}
+
+    def load_oom(self, tail=None):
+        return {"kind": "load_model_oom"}
+
+    def encoder_budget(self, tokens, items, modality, tail=None):
+        return [{"kind": "encoder_cache_budget", "tokens": _int(tokens), "items": _int(items),
+                 "modality": str(modality)},
+                {"kind": "phase", "phase": "profiling", "what": "multimodal encoder profiling"}]
+
+    def profile_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "profiling", "what": str(head)}
+
+    def weights_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+
+    def swap(self, head, swap, total, tail=None):
+        return {"kind": "swap_space", "swap": parse_size(swap), "cpu_total": parse_size(total),
+                "is_error": str(head).startswith("Too")}
+
+    def ready(self, head, tail=None):
+        return {"kind": "ready", "what": str(head)}
+
+    # --- version and config ---
+    def banner(self, words, *rest):
+        version = next((str(r)[2:-1] for r in rest if r.type == "VERSION_PAREN"), None)
+        tail = next((str(r) for r in rest if r.type == "TAIL"), "")
+        engine = "v1" if "V1" in words else "v0" if "V0" in words else None
+        return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
+
+    def server_version(self, _head, version, *rest):
+        return {"kind": "engine_config", "version": str(version).lstrip("v")}
+
+    def logo_version(self, version, tail=None):
+        return {"kind": "engine_config", "version": str(version).lstrip("v")}
+
+    def arg_dump(self, head, tail):
+        return {"kind": "engine_config", "settings": parse_settings(str(tail))}
+
+    # --- tracebacks and wrappers ---
+    def traceback(self, tail=None):
+        return {"kind": "traceback_start"}
+
+    def frame(self, path, lineno, *rest):
+        func = next((str(r) for r in rest if r.type == "FUNC"), "")
+        return {"kind": "frame", "file": str(path)[6:-1], "lineno": _int(lineno), "func": func}
+
+    def chain(self, text):
+        return {"kind": "chain", "cause": "direct cause" in text}
+
+    def exception(self, name, tail=None):
+        return {"kind": "exception", "type": str(name), "message": str(tail or "").strip()}
+
+    def wrapper_plain(self, head, tail=None):
+        return {"kind": "process_died", "wrapper": str(head)}
+
+    def worker_died(self, name, *rest):
+        code = next((int(r) for r in rest if r.type == "SIGNED"), None)
+        return {"kind": "process_died", "name": str(name), "exit_code": code, "wrapper": "died unexpectedly"}
+
+    def worker_died_v0(self, name, pid, code, tail=None):
+        return {"kind": "process_died", "name": f"{name} pid {pid}", "exit_code": int(code), "wrapper": "worker died"}
+
+    def worker_exception(self, name, method, tail=None):
+        return {"kind": "process_died", "name": str(name), "wrapper": f"exception in worker ({method})"}
+
+    def failed_procs(self, procs, tail=None):
+        codes = [int(c) for c in re.findall(r":\s*(-?\d+)", str(procs))]
+        return {"kind": "process_died", "name": str(procs), "exit_code": codes[0] if codes else None,
+                "wrapper": "Failed core proc(s)"}
+
+
+_TRANSFORMER = ToEvents()

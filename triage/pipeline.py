@@ -1,0 +1,150 @@
+"""One function from a log to a report; the CLI, the server and `run --` all call it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from . import events as ev
+from .diagnose import AttemptResult, diagnose_attempt, exported_facts
+from .lines import Line, peel, strip_ansi
+from .parse import parse_line, prefilter
+from .read import InputStats, iter_lines
+from .redact import redact_data
+from .report import AttemptSummary, Failure, InputInfo, Report, VllmInfo
+from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
+from .timeline import Timeline
+
+MAX_EVIDENCE_LINES = 50000
+EVIDENCE_CHARS = 600
+
+
+@dataclass
+class Options:
+    redact: bool = True
+    extra_rules: list[str] = field(default_factory=list)
+    max_bytes: int | None = None
+
+
+_RULES_CACHE: dict[tuple, list[Rule]] = {}
+
+
+def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
+    key = tuple(extra)
+    if key not in _RULES_CACHE:
+        causes = set(load_taxonomy())
+        _RULES_CACHE[key] = load_packs([*builtin_pack_paths(), *expand_pack_paths(extra)], causes)
+    return _RULES_CACHE[key]
+
+
+def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list[Rule] | None = None) -> Report:
+    """Read a log stream and say why it failed (or that it did not)."""
+    options = options or Options()
+    rules = rules if rules is not None else load_rules(options.extra_rules)
+    stats = InputStats(name=name)
+    timeline = Timeline()
+    texts: dict[int, tuple[str, str]] = {}
+    for no, raw in enumerate(iter_lines(stream, stats, options.max_bytes), 1):
+        if not prefilter(raw):
+            continue
+        line = peel(raw, no)
+        events = parse_line(line)
+        if events:
+            if len(texts) < MAX_EVIDENCE_LINES:
+                texts[no] = (line.origin, _evidence_text(line))
+            timeline.feed(line, events)
+    report = build_report(timeline, rules, texts, stats)
+    if options.redact:
+        report = Report.model_validate(redact_data(report.model_dump()))
+    return report
+
+
+def run_path(path: str | Path, options: Options | None = None) -> Report:
+    from .read import open_source
+
+    stream, name = open_source(str(path))
+    with stream:
+        return run(stream, name, options)
+
+
+def _evidence_text(line: Line) -> str:
+    text = strip_ansi(line.raw).strip()
+    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
+
+
+def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[str, str]],
+                 stats: InputStats) -> Report:
+    attempts = timeline.attempts
+    results = [diagnose_attempt(a, rules, texts, len(attempts)) for a in attempts]
+    last = results[-1]
+    outcome = _outcome(last)
+    diagnoses = list(last.diagnoses) if outcome == "failed" else []
+    if outcome == "failed":
+        for earlier in reversed(results[:-1]):
+            for d in earlier.diagnoses:
+                if all(d.id != x.id for x in diagnoses):
+                    diagnoses.append(d.model_copy(update={"confidence": round(d.confidence * 0.8, 2)}))
+    return Report(
+        input=InputInfo(name=stats.name, lines=stats.lines, bytes=stats.bytes,
+                        truncated_lines=stats.truncated_lines, compressed=stats.compressed),
+        outcome=outcome,
+        vllm=_vllm_info(last, timeline),
+        failure=_failure(last, texts),
+        facts=exported_facts(last.facts),
+        diagnoses=diagnoses,
+        attempts=[_summary(r) for r in results],
+        notes=_notes(results, stats),
+    )
+
+
+def _outcome(result: AttemptResult) -> str:
+    if result.fatal is not None:
+        return "failed"
+    return "healthy" if result.attempt.ready is not None else "incomplete"
+
+
+def _failure(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> Failure | None:
+    fatal = result.fatal
+    if fatal is None:
+        return None
+    exc = fatal.exception
+    message = f"{exc.type}: {exc.message}".strip(": ") if exc else texts.get(fatal.line, ("", ""))[1]
+    return Failure(phase=fatal.phase, line=fatal.line, origin=fatal.origin, message=message[:1000],
+                   exception=exc.type if exc else None)
+
+
+def _vllm_info(result: AttemptResult, timeline: Timeline) -> VllmInfo:
+    version = result.facts.value("vllm_version")
+    engine = result.facts.value("engine")
+    if engine is None:
+        engine = _engine_from_origins(timeline)
+    return VllmInfo(version=version, engine=engine if engine in ("v0", "v1") else None)
+
+
+def _engine_from_origins(timeline: Timeline) -> str | None:
+    origins = {e.origin.split(" ")[0] for a in timeline.attempts for e in a.events if e.origin}
+    if any(o.startswith(("EngineCore", "VllmWorker", "Worker_", "Worker")) and o != "VllmWorkerProcess" for o in origins):
+        return "v1"
+    if "VllmWorkerProcess" in origins:
+        return "v0"
+    return None
+
+
+def _summary(result: AttemptResult) -> AttemptSummary:
+    a = result.attempt
+    return AttemptSummary(index=a.index, first_line=a.first_line, last_line=a.last_line,
+                          outcome=_outcome(result), causes=[d.id for d in result.diagnoses], repeats=a.repeats)
+
+
+def _notes(results: list[AttemptResult], stats: InputStats) -> list[str]:
+    notes = []
+    if len(results) > 1:
+        failed = sum(1 for r in results if r.fatal is not None)
+        notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
+    if stats.truncated_lines:
+        notes.append(f"{stats.truncated_lines} over-long line(s) were cut at 64 KiB")
+    if stats.lines == 0:
+        notes.append("the input is empty")
+    return notes

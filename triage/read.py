@@ -1,0 +1,180 @@
+"""Bytes in, physical text lines out: streaming, bounded, never trusting the input.
+
+Reading is the only stage that touches raw bytes. It decodes incrementally (UTF-8 with
+invalid bytes replaced, UTF-16 when a BOM says so), unpacks gzip with a cap on the
+expanded size, refuses input that is plainly binary, keeps only the last frame of a
+`\\r`-redrawn progress bar, and caps line length so one hostile line cannot hold memory.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from .errors import InputError
+
+CHUNK_SIZE = 1 << 20
+MAX_LINE_CHARS = 64 * 1024
+MAX_GZIP_EXPANDED = 4 << 30
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass
+class InputStats:
+    """What the reader saw, for the report's `input` block."""
+
+    name: str
+    bytes: int = 0
+    lines: int = 0
+    truncated_lines: int = 0
+    compressed: bool = False
+    encoding: str = "utf-8"
+    notes: list[str] = field(default_factory=list)
+
+
+def open_source(path: str, stdin: BinaryIO | None = None) -> tuple[BinaryIO, str]:
+    """Open a path or '-' for binary reading, with one clear error for each way it fails."""
+    if path == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        return stream, "<stdin>"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path} is a directory, not a log file")
+    try:
+        return open(path, "rb"), os.path.basename(path)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _looks_binary(head: bytes) -> bool:
+    """Text logs hold almost no control bytes; executables, images and archives hold many."""
+    if not head:
+        return False
+    sample = head[:BINARY_SNIFF_BYTES]
+    if sample.count(0) > len(sample) // 4:
+        return True
+    controls = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
+    return controls > len(sample) // 10
+
+
+class _CappedGzip(io.RawIOBase):
+    """A gzip stream that refuses to expand past a limit (a decompression bomb stops here)."""
+
+    def __init__(self, raw: BinaryIO, limit: int) -> None:
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._limit = limit
+        self._out = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        try:
+            data = self._gz.read(len(buffer))
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(f"damaged gzip input: {exc}") from None
+        self._out += len(data)
+        if self._out > self._limit:
+            raise InputError(f"gzip input expands past {self._limit >> 20} MiB; refusing to read on")
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _peek(stream: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    """Read the first bytes without losing them, for streams that cannot seek (stdin, pipes)."""
+    head = stream.read(n) or b""
+    return head, io.BufferedReader(_Prefixed(head, stream), CHUNK_SIZE)
+
+
+class _Prefixed(io.RawIOBase):
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer)) or b""
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _last_frame(segment: str) -> str:
+    """A `\\r`-redrawn line shows only its last non-empty frame on a terminal; keep that."""
+    if "\r" not in segment:
+        return segment
+    parts = [p for p in segment.split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
+def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[str]:
+    """Yield decoded physical lines (no newline), streaming in chunks of CHUNK_SIZE."""
+    head, stream = _peek(stream, 4)
+    if head[:2] == b"\x1f\x8b":
+        stats.compressed = True
+        stream = io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED))
+    encoding = _sniff_encoding(head, stats)
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    first, pending, skipping = True, "", False
+    while chunk := stream.read(CHUNK_SIZE):
+        if first and encoding == "utf-8" and _looks_binary(chunk):
+            raise InputError(f"{stats.name} looks like a binary file, not a text log")
+        first = False
+        stats.bytes += len(chunk)
+        if max_bytes is not None and stats.bytes > max_bytes:
+            raise InputError(f"input is larger than the limit of {max_bytes} bytes")
+        pieces = decoder.decode(chunk).split("\n")
+        for piece in pieces[:-1]:
+            if skipping:
+                skipping, pending = False, ""
+                continue
+            yield _finish(pending + piece, stats)
+            pending = ""
+        if not skipping:
+            pending += pieces[-1]
+        if len(pending) > MAX_LINE_CHARS:
+            cut = pending.rfind("\r", 0, len(pending) - 1)
+            if 0 <= cut and len(pending) - cut <= MAX_LINE_CHARS:
+                pending = pending[cut + 1 :]
+            else:
+                yield _finish(pending, stats)
+                pending, skipping = "", True
+    pending += decoder.decode(b"", final=True)
+    if pending and not skipping:
+        yield _finish(pending, stats)
+
+
+def _finish(piece: str, stats: InputStats) -> str:
+    stats.lines += 1
+    if len(piece) > MAX_LINE_CHARS:
+        stats.truncated_lines += 1
+        piece = piece[:MAX_LINE_CHARS]
+    return _last_frame(piece) if "\r" in piece else piece
+
+
+def _sniff_encoding(head: bytes, stats: InputStats) -> str:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        stats.encoding = "utf-16"
+        return "utf-16"
+    if head.startswith(b"\xef\xbb\xbf"):
+        stats.encoding = "utf-8-sig"
+        return "utf-8-sig"
+    return "utf-8"

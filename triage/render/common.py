@@ -1,0 +1,53 @@
+"""Small wording helpers shared by the human-readable renderers (no computation)."""
+
+from __future__ import annotations
+
+from ..report import Remedy, Report
+from ..units import gib
+
+FACT_LABELS = (
+    ("gpu_total_bytes", "GPU memory", gib),
+    ("gpu_memory_utilization", "gpu_memory_utilization", str),
+    ("budget_bytes", "vLLM budget", gib),
+    ("startup_free_bytes", "free at startup", gib),
+    ("weights_bytes", "weights", gib),
+    ("activation_peak_bytes", "activation peak", gib),
+    ("kv_cache_bytes", "KV cache", gib),
+    ("kv_cache_tokens", "KV cache tokens", lambda v: f"{v:,}"),
+    ("max_model_len", "max_model_len", lambda v: f"{v:,}"),
+    ("foreign_bytes", "held by other processes", gib),
+    ("tensor_parallel_size", "tensor_parallel_size", str),
+    ("model", "model", str),
+)
+
+
+def headline(report: Report) -> str:
+    version = report.vllm.version and f"vLLM {report.vllm.version}"
+    engine = report.vllm.engine and report.vllm.engine.upper()
+    who = " ".join(x for x in (version, f"({engine})" if engine and version else engine) if x)
+    if report.outcome == "failed" and report.failure:
+        where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure.phase else ""
+        state = f"FAILED{where} (line {report.failure.line}{', ' + report.failure.origin if report.failure.origin else ''})"
+    elif report.outcome == "healthy":
+        state = "healthy: the server reached ready, nothing fatal found"
+    else:
+        state = "incomplete: the log stops before the server was ready or failed"
+    return " · ".join(x for x in (report.input.name, who, state) if x)
+
+
+def command_line(remedy: Remedy) -> str:
+    """`--flag value --flag2` and `VAR=value` as a user would type them."""
+    env = " ".join(f"{k}={v}" for k, v in remedy.env.items())
+    flags = " ".join(f"{k} {v}".rstrip() for k, v in remedy.flags.items())
+    return " ".join(x for x in (env, flags) if x)
+
+
+def facts_line(report: Report) -> list[tuple[str, str]]:
+    out = []
+    for key, label, fmt in FACT_LABELS:
+        if key in report.facts and report.facts[key] is not None:
+            try:
+                out.append((label, fmt(report.facts[key])))
+            except (TypeError, ValueError):
+                continue
+    return out

@@ -1,0 +1,99 @@
+"""The report: the public JSON contract (schema_version 1) that every renderer reads.
+
+Renderers compute nothing; whatever a format shows must be here. Changing a field's
+meaning or removing one is a new schema_version; adding optional fields is not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import __version__
+
+SCHEMA_VERSION = 1
+Outcome = Literal["failed", "healthy", "incomplete"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tool(_Model):
+    name: str = "vllm-triage"
+    version: str = __version__
+
+
+class InputInfo(_Model):
+    name: str
+    lines: int
+    bytes: int
+    truncated_lines: int = 0
+    compressed: bool = False
+
+
+class VllmInfo(_Model):
+    version: str | None = None
+    engine: Literal["v0", "v1"] | None = None
+
+
+class Failure(_Model):
+    phase: str | None = None
+    line: int
+    origin: str = ""
+    message: str
+    exception: str | None = None
+
+
+class Evidence(_Model):
+    line: int
+    text: str
+    origin: str = ""
+
+
+class Remedy(_Model):
+    text: str
+    flags: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Diagnosis(_Model):
+    id: str
+    title: str
+    confidence: float
+    explanation: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    remedies: list[Remedy] = Field(default_factory=list)
+    rule: str = ""
+    figures: dict[str, Any] = Field(default_factory=dict)
+    attempt: int = 1
+
+
+class AttemptSummary(_Model):
+    index: int
+    first_line: int
+    last_line: int
+    outcome: Outcome
+    causes: list[str] = Field(default_factory=list)
+    repeats: int = 1
+
+
+class Report(_Model):
+    schema_version: int = SCHEMA_VERSION
+    tool: Tool = Field(default_factory=Tool)
+    input: InputInfo
+    outcome: Outcome
+    vllm: VllmInfo = Field(default_factory=VllmInfo)
+    failure: Failure | None = None
+    facts: dict[str, Any] = Field(default_factory=dict)
+    diagnoses: list[Diagnosis] = Field(default_factory=list)
+    attempts: list[AttemptSummary] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def json_schema() -> dict[str, Any]:
+    """The published JSON Schema of the report (snapshot-tested: it is a contract)."""
+    schema = Report.model_json_schema()
+    schema["$id"] = f"https://vllm-triage.invalid/report-v{SCHEMA_VERSION}.schema.json"
+    return schema

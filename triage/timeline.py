@@ -1,0 +1,290 @@
+"""Events in order -> startup attempts, each with its phases, tracebacks, errors and the fatal one.
+
+A log can hold several startup attempts (restart loops, a retry after a crash). Each
+attempt tracks, per origin (process/rank), the phase it reached; assembles tracebacks,
+chained ones included; turns error-bearing lines into `Signal`s; and at the end names
+the fatal signal: the first root error, or a wrapper when nothing more specific shows.
+Memory is bounded: only events are kept (never lines), with a cap per attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import events as ev
+from .lines import Line
+from .phases import phase_of_frames
+
+MAX_EVENTS_PER_ATTEMPT = 20000
+MAX_FRAMES_PER_TRACEBACK = 200
+ROOT_KINDS = frozenset({
+    "torch_oom", "cuda_error_oom", "cpu_alloc_failed", "kv_too_small", "kv_needed", "no_cache_memory",
+    "sampler_warmup_oom", "load_model_oom", "profiling_mismatch",
+})
+# Exceptions that mean someone stopped the server on purpose, not that it failed.
+SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
+                  "concurrent.futures._base.CancelledError")
+SERIOUS_LEVELS = frozenset({"ERROR", "CRITICAL"})
+# Error events that say which phase failed, whatever the frames or phase lines said.
+IMPLIED_PHASES = {
+    "sampler_warmup_oom": "profiling", "load_model_oom": "loading_weights", "kv_needed": "kv_cache_allocation",
+    "kv_too_small": "kv_cache_allocation", "no_cache_memory": "kv_cache_allocation",
+}
+NEARBY_LINES = 6
+
+
+@dataclass
+class Traceback:
+    """One printed traceback: its frames (outermost first) and the exception that ends it."""
+
+    start_line: int
+    frames: list[ev.Frame] = field(default_factory=list)
+    exception: ev.ExceptionRaised | None = None
+
+    @property
+    def phase(self) -> str | None:
+        return phase_of_frames([(f.file, f.func) for f in self.frames])
+
+
+@dataclass
+class Chain:
+    """Tracebacks joined by "The above exception was the direct cause ..." in one origin."""
+
+    origin: str
+    tracebacks: list[Traceback] = field(default_factory=list)
+    open_for_more: bool = False
+
+    @property
+    def phase(self) -> str | None:
+        for tb in reversed(self.tracebacks):  # the wrapper's frames reach the caller's phase
+            if tb.phase:
+                return tb.phase
+        return None
+
+    @property
+    def frames(self) -> list[ev.Frame]:
+        return [f for tb in self.tracebacks for f in tb.frames]
+
+
+@dataclass
+class Signal:
+    """Everything error-like that one line says, with where and when it happened."""
+
+    line: int
+    origin: str
+    pid: int | None
+    level: str | None
+    events: list[ev.Event]
+    chain: Chain | None = None
+    origin_phase: str | None = None
+    after_ready: bool = False
+    repeats: int = 1
+
+    @property
+    def root(self) -> bool:
+        """A root error states a cause; a wrapper only says that something else failed."""
+        kinds = {e.kind for e in self.events}
+        if kinds & ROOT_KINDS:
+            return True
+        if any(e.kind == "startup_free_memory" and e.is_error for e in self.events):  # type: ignore[attr-defined]
+            return True
+        if any(e.kind == "swap_space" and e.is_error for e in self.events):  # type: ignore[attr-defined]
+            return True
+        return "exception" in kinds and "process_died" not in kinds
+
+    @property
+    def shutdown(self) -> bool:
+        exc = self.exception
+        return exc is not None and exc.type.endswith(SHUTDOWN_TYPES)
+
+    @property
+    def exception(self) -> ev.ExceptionRaised | None:
+        return next((e for e in self.events if isinstance(e, ev.ExceptionRaised)), None)
+
+    implied_phase: str | None = None  # from an error that follows and names the phase
+
+    @property
+    def phase(self) -> str | None:
+        own = next((p for e in self.events if (p := IMPLIED_PHASES.get(e.kind))), None)
+        return (self.chain.phase if self.chain else None) or own or self.implied_phase or self.origin_phase
+
+    def first(self, kind: str) -> ev.Event | None:
+        return next((e for e in self.events if e.kind == kind), None)
+
+    def key(self) -> tuple:
+        return tuple((e.kind, e.model_dump_json(exclude={"line", "origin", "pid", "truncated"})) for e in self.events)
+
+
+@dataclass
+class Attempt:
+    """One startup attempt: from a banner (or the top of the log) to the next one."""
+
+    index: int
+    first_line: int
+    last_line: int = 0
+    events: list[ev.Event] = field(default_factory=list)
+    dropped_events: int = 0
+    signals: list[Signal] = field(default_factory=list)
+    chains: list[Chain] = field(default_factory=list)
+    ready: ev.Ready | None = None
+    origin_phase: dict[str, str] = field(default_factory=dict)
+    repeats: int = 1
+
+    def add(self, event: ev.Event) -> None:
+        if len(self.events) < MAX_EVENTS_PER_ATTEMPT:
+            self.events.append(event)
+        else:
+            self.dropped_events += 1
+
+    @property
+    def fatal(self) -> Signal | None:
+        """The signal that ended this attempt, or None when it survived or never failed."""
+        live = [s for s in self.signals if not s.shutdown and (not s.after_ready or _fatal_after_ready(s))]
+        roots = [s for s in live if s.root]
+        if roots:
+            return roots[0]
+        return live[0] if live else None
+
+    @property
+    def phase(self) -> str | None:
+        from .phases import later
+
+        out = None
+        for p in self.origin_phase.values():
+            out = later(out, p)
+        return "ready" if self.ready and not self.fatal else out
+
+    def kinds(self) -> set[str]:
+        return {e.kind for e in self.events}
+
+
+def _fatal_after_ready(signal: Signal) -> bool:
+    """After readiness most errors are per-request and survived; these are not."""
+    return any(e.kind in ("process_died", "cpu_alloc_failed") or getattr(e, "fatal_after_ready", False)
+               for e in signal.events)
+
+
+class Timeline:
+    """Consumes (line, events) in log order; `attempts[-1]` is the one a report leads with."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = [Attempt(index=1, first_line=1)]
+        self._open: dict[str, Chain] = {}
+        self._last_line_signal: Signal | None = None
+
+    @property
+    def current(self) -> Attempt:
+        return self.attempts[-1]
+
+    def feed(self, line: Line, events: list[ev.Event]) -> None:
+        if not events:
+            return
+        self._maybe_new_attempt(line, events)
+        attempt = self.current
+        attempt.last_line = line.no
+        error_events: list[ev.Event] = []
+        chain = None
+        for event in events:
+            chain = self._track_traceback(event, line) or chain
+            self._track_phase(event, attempt)
+            if isinstance(event, ev.Ready):
+                if attempt.ready is None:
+                    attempt.ready = event
+                    attempt.add(event)
+                continue
+            if isinstance(event, ev.Frame) and not _keep_frame(chain):
+                continue
+            attempt.add(event)
+            if _is_error_event(event, line, chain):
+                error_events.append(event)
+        if error_events:
+            self._signal(line, error_events, chain, attempt)
+
+    def _maybe_new_attempt(self, line: Line, events: list[ev.Event]) -> None:
+        attempt = self.current
+        starts = any(isinstance(e, ev.EngineConfig) and (e.version or e.settings) for e in events)
+        if starts and (attempt.fatal is not None or attempt.ready is not None):
+            self.attempts.append(Attempt(index=attempt.index + 1, first_line=line.no))
+            self._open.clear()
+
+    def _track_traceback(self, event: ev.Event, line: Line) -> Chain | None:
+        origin = line.origin
+        chain = self._open.get(origin)
+        if isinstance(event, ev.TracebackStart):
+            if chain is None or not chain.open_for_more:
+                chain = Chain(origin=origin)
+                self.current.chains.append(chain)
+                self._open[origin] = chain
+            chain.tracebacks.append(Traceback(start_line=line.no))
+            chain.open_for_more = False
+            return chain
+        if isinstance(event, ev.Frame):
+            if chain is None or not chain.tracebacks or chain.tracebacks[-1].exception is not None:
+                chain = Chain(origin=origin, tracebacks=[Traceback(start_line=line.no)])
+                self.current.chains.append(chain)
+                self._open[origin] = chain
+            tb = chain.tracebacks[-1]
+            if len(tb.frames) < MAX_FRAMES_PER_TRACEBACK:
+                tb.frames.append(event)
+            return chain
+        if isinstance(event, ev.ChainNote):
+            if chain is not None:
+                chain.open_for_more = True
+            return chain
+        if isinstance(event, ev.ExceptionRaised):
+            if chain is not None and chain.tracebacks and chain.tracebacks[-1].exception is None:
+                chain.tracebacks[-1].exception = event
+                return chain
+            return None
+        return None
+
+    def _track_phase(self, event: ev.Event, attempt: Attempt) -> None:
+        phase = _phase_of_event(event)
+        if phase:
+            attempt.origin_phase[event.origin] = phase
+
+    def _signal(self, line: Line, events: list[ev.Event], chain: Chain | None, attempt: Attempt) -> None:
+        signal = Signal(
+            line=line.no, origin=line.origin, pid=line.pid, level=line.level, events=events, chain=chain,
+            origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase,
+            after_ready=attempt.ready is not None,
+        )
+        own = next((IMPLIED_PHASES[e.kind] for e in events if e.kind in IMPLIED_PHASES), None)
+        if own:  # an error that names its phase also names it for the error just before it
+            for previous in reversed(attempt.signals[-4:]):
+                if previous.origin == signal.origin and line.no - previous.line <= NEARBY_LINES:
+                    previous.implied_phase = previous.implied_phase or own
+        for previous in reversed(attempt.signals[-8:]):  # the same error printed twice (logged, then raised)
+            if previous.key() == signal.key():
+                previous.repeats += 1
+                if previous.chain is None and chain is not None:
+                    previous.chain = chain
+                return
+        attempt.signals.append(signal)
+
+
+def _keep_frame(chain: Chain | None) -> bool:
+    return chain is not None
+
+
+def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
+    if event.kind in ROOT_KINDS or event.kind == "process_died":
+        return True
+    if isinstance(event, (ev.StartupFreeMemory, ev.SwapSpace)):
+        return event.is_error
+    if isinstance(event, ev.ExceptionRaised):
+        in_traceback = chain is not None
+        return in_traceback or line.level in SERIOUS_LEVELS or not line.headed
+    return False
+
+
+def _phase_of_event(event: ev.Event) -> str | None:
+    if isinstance(event, ev.PhaseMark):
+        return event.phase
+    if isinstance(event, ev.WeightsLoaded):
+        return "profiling"
+    if isinstance(event, (ev.MemoryBudget, ev.MemoryProfile, ev.KvCacheMemory, ev.CacheBlocks, ev.KvCacheTokens)):
+        return "kv_cache_allocation"
+    if isinstance(event, ev.GraphCaptureDone):
+        return "cuda_graph_capture"
+    return None
