@@ -283,6 +283,7 @@ class ProcessDied(Event):
     name: str | None = None
     exit_code: int | None = None
     wrapper: str = ""
+    method: str | None = None  # the worker method that raised, when the wrapper names it
 
 
 class ErrorLine(Event):

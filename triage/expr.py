@@ -255,9 +255,9 @@ class _Evaluator:
             raise ExpressionError(f"unknown name {names[0]!r}; must be one of: {', '.join(sorted(self.ctx))}")
         value = self.ctx[names[0]]
         for name in names[1:]:
-            value = self._field(value, name)
             if value is None:
                 return None
+            value = self._field(value, name)
         if isinstance(value, BaseModel):
             self.trace.saw(getattr(value, "line", None))
         return value

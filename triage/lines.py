@@ -60,7 +60,7 @@ _LOGGER_PEELERS = [
 ]
 _COMPOSE = re.compile(r"(?P<svc>[\w.\-\[\]@/]{1,64})\s+\| ?")
 _PROCESS = re.compile(
-    r"\((?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
+    r"\(?(?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
     r"(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
 )
 _RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
@@ -105,7 +105,7 @@ def peel(raw: str, no: int) -> Line:
 
 
 def _peel_process(text: str, origin: str, pid: int | None) -> tuple[str, str, int | None]:
-    if text.startswith("("):
+    if text.startswith("(") or (" pid=" in text[:60] and text[:1].isalpha()):
         m = _PROCESS.match(text)
         if m and (m["pid"] or m["name"] in _PROCESS_NAMES_WITHOUT_PID):
             name = m["name"]

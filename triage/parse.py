@@ -34,6 +34,8 @@ AT_START_ONLY = frozenset({"frame", "chain", "exception"})
 _WS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
+MAX_ANCHORS_PER_RULE = 3
+NEAR_END = 60  # a parse error this close to the end means the line was cut, not that it is another message
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +84,8 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DEVICE_ERROR_OOM": ("error: out of memory",),
     "EXC_NAME": ("Error", "Exception", "Interrupt", "Exit", "Fault", "Failure", "Timeout", "Cancelled"),
     "BLOCKS_HEAD": (" blocks:",),
-    "FRAME_FILE": ('File "',),  # an OOM clause that can open a line only inside a wrapped OOM text
+    "FRAME_FILE": ('File "',),
+    "V0_WORKER_DIED": ("died, exit code:",),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
 
 
@@ -161,20 +164,33 @@ def normalise(text: str) -> str:
 
 def parse_line(line: Line) -> list[ev.Event]:
     """Every event a line states (often none). Never raises on odd input."""
+    return parse_line_detail(line)[0]
+
+
+def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
+    """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
     text = normalise(line.text)
     if not text:
-        return []
+        return [], False
     pattern, names = anchors()
-    found: dict[str, int] = {}
+    tries: dict[str, list[int]] = {}
     for m in pattern.finditer(text):
         rule = names[m.lastgroup or ""]
-        if rule in found or (rule in AT_START_ONLY and m.start() != 0):
+        if rule in AT_START_ONLY and m.start() != 0:
             continue
-        found[rule] = m.start()
+        starts = tries.setdefault(rule, [])
+        if len(starts) < MAX_ANCHORS_PER_RULE:
+            starts.append(m.start())
     out: list[ev.Event] = []
-    for rule, pos in found.items():
-        out.extend(_parse_from(rule, text[pos:], line))
-    return out
+    ran_out = False
+    for rule, starts in tries.items():
+        for pos in starts:  # the first occurrence that parses wins
+            made, cut_short = _parse_from(rule, text[pos:], line)
+            ran_out = ran_out or cut_short
+            if made:
+                out.extend(made)
+                break
+    return out, ran_out
 
 
 def parse_lines(lines: Iterable[Line]) -> Iterator[ev.Event]:
@@ -182,23 +198,40 @@ def parse_lines(lines: Iterable[Line]) -> Iterator[ev.Event]:
         yield from parse_line(line)
 
 
-def _parse_from(rule: str, text: str, line: Line) -> list[ev.Event]:
-    """Parse; when the text was cut short, retry on the longest prefix that ends a clause."""
-    truncated = False
-    for _ in range(MAX_RETRIES):
+def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]:
+    """Parse; when the text was cut short, retry on the longest prefix that ends a clause.
+
+    Returns the events and whether the text ran out before the message did.
+    """
+    truncated = ran_out = False
+    for attempt in range(MAX_RETRIES):
         try:
             tree = grammar().parse(text, start=rule)
             made = _TRANSFORMER.transform(tree)
         except LarkError as exc:
-            cut = _clause_boundary(text, getattr(exc, "pos_in_stream", None) or getattr(exc, "column", 0) or 0)
+            pos = _error_pos(exc, text)
+            if attempt == 0 and pos >= len(text) - NEAR_END:
+                ran_out = True
+            cut = _clause_boundary(text, pos)
             if cut is None:
-                return []
+                return [], ran_out
             text, truncated = cut, True
             continue
         except (ValueError, ArithmeticError, OverflowError):
-            return []
-        return [_build(item, line, truncated) for item in (made if isinstance(made, list) else [made]) if item]
-    return []
+            return [], False
+        events = [_build(item, line, truncated) for item in (made if isinstance(made, list) else [made]) if item]
+        return events, ran_out
+    return [], ran_out
+
+
+def _error_pos(exc: LarkError, text: str) -> int:
+    token = getattr(exc, "token", None)
+    if token is not None and getattr(token, "type", "") == "$END":
+        return len(text)
+    if token is not None and getattr(token, "start_pos", None) is not None:
+        return int(token.start_pos)
+    pos = getattr(exc, "pos_in_stream", None)
+    return int(pos) if pos is not None else len(text)
 
 
 def _clause_boundary(text: str, pos: int) -> str | None:
@@ -509,11 +542,13 @@ class ToEvents(Transformer):
         code = next((int(r) for r in rest if r.type == "SIGNED"), None)
         return {"kind": "process_died", "name": str(name), "exit_code": code, "wrapper": "died unexpectedly"}
 
-    def worker_died_v0(self, name, pid, code, tail=None):
-        return {"kind": "process_died", "name": f"{name} pid {pid}", "exit_code": int(code), "wrapper": "worker died"}
+    def worker_died_v0(self, head, code, tail=None):
+        name = " ".join(str(head).split()[1:4])
+        return {"kind": "process_died", "name": name, "exit_code": int(code), "wrapper": "worker died"}
 
     def worker_exception(self, name, method, tail=None):
-        return {"kind": "process_died", "name": str(name), "wrapper": f"exception in worker ({method})"}
+        return {"kind": "process_died", "name": str(name), "method": str(method),
+                "wrapper": "exception in worker"}
 
     def failed_procs(self, procs, tail=None):
         codes = [int(c) for c in re.findall(r":\s*(-?\d+)", str(procs))]

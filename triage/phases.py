@@ -45,8 +45,12 @@ FRAME_PHASES: dict[str, str] = {
     "verify_with_parallel_config": "starting", "run_server": "starting",
 }
 # Files whose frames mean CUDA graph capture whatever the function is called.
-FILE_PHASES = (("torch/cuda/graphs.py", "cuda_graph_capture"), ("cuda_graph.py", "cuda_graph_capture"),
-               ("cudagraph_utils.py", "cuda_graph_capture"))
+# (A CUDA-graph *wrapper* frame, vllm/compilation/cuda_graph.py, is on every forward pass,
+# profiling runs included, so it does not count; torch's own graphs.py only runs to capture.)
+# torch/utils/_device.py creates tensors under `with torch.device(...)`, which vLLM uses
+# while it builds the model before loading weights into it.
+FILE_PHASES = (("torch/cuda/graphs.py", "cuda_graph_capture"), ("cudagraph_utils.py", "cuda_graph_capture"),
+               ("torch/utils/_device.py", "loading_weights"))
 
 
 def phase_of_frames(frames: list[tuple[str, str]]) -> str | None:

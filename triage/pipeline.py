@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -10,7 +10,7 @@ from typing import BinaryIO
 from . import events as ev
 from .diagnose import AttemptResult, diagnose_attempt, exported_facts
 from .lines import Line, peel, strip_ansi
-from .parse import parse_line, prefilter
+from .parse import parse_line_detail, prefilter
 from .read import InputStats, iter_lines
 from .redact import redact_data
 from .report import AttemptSummary, Failure, InputInfo, Report, VllmInfo
@@ -18,6 +18,7 @@ from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load
 from .timeline import Timeline
 
 MAX_EVIDENCE_LINES = 50000
+MAX_JOINS = 3
 EVIDENCE_CHARS = 600
 
 
@@ -46,19 +47,49 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     stats = InputStats(name=name)
     timeline = Timeline()
     texts: dict[int, tuple[str, str]] = {}
-    for no, raw in enumerate(iter_lines(stream, stats, options.max_bytes), 1):
-        if not prefilter(raw):
-            continue
-        line = peel(raw, no)
-        events = parse_line(line)
-        if events:
-            if len(texts) < MAX_EVIDENCE_LINES:
-                texts[no] = (line.origin, _evidence_text(line))
-            timeline.feed(line, events)
+    for line, events in _events(iter_lines(stream, stats, options.max_bytes)):
+        if len(texts) < MAX_EVIDENCE_LINES:
+            texts[line.no] = (line.origin, _evidence_text(line))
+        timeline.feed(line, events)
     report = build_report(timeline, rules, texts, stats)
     if options.redact:
         report = Report.model_validate(redact_data(report.model_dump()))
     return report
+
+
+def _events(raw_lines: Iterable[str]) -> Iterator[tuple[Line, list[ev.Event]]]:
+    """(line, events) for every line that states something, re-joining hard-wrapped lines.
+
+    A message that runs into the end of its line followed by a line with no prefix of its
+    own was wrapped by a terminal, an editor or a chat box: the two are parsed as one.
+    """
+    held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
+    joins = 0
+    for no, raw in enumerate(raw_lines, 1):
+        if held is not None and held[3] and joins < MAX_JOINS and _continues(raw):
+            joined = peel(held[0] + raw, held[1].no)
+            events, ran_out = parse_line_detail(joined)
+            if len(events) >= len(held[2]) and events != held[2]:
+                held, joins = (held[0] + raw, joined, events, ran_out), joins + 1
+                continue
+        if held is not None and held[2]:
+            yield held[1], held[2]
+        held, joins = None, 0
+        if prefilter(raw):
+            line = peel(raw, no)
+            events, ran_out = parse_line_detail(line)
+            if events or ran_out:
+                held = (raw, line, events, ran_out)
+    if held is not None and held[2]:
+        yield held[1], held[2]
+
+
+def _continues(raw: str) -> bool:
+    """A physical line that cannot start a message of its own: no prefix, no header, no indent."""
+    if not raw or raw[0] in " \t(" or raw.startswith(("[rank", "Traceback", "INFO", "WARNING", "ERROR", "DEBUG")):
+        return False
+    line = peel(raw, 0)
+    return not line.headed and not line.origin and line.text == raw.rstrip()
 
 
 def run_path(path: str | Path, options: Options | None = None) -> Report:

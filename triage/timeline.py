@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import events as ev
 from .lines import Line
-from .phases import phase_of_frames
+from .phases import FRAME_PHASES, phase_of_frames
 
 MAX_EVENTS_PER_ATTEMPT = 20000
 MAX_FRAMES_PER_TRACEBACK = 200
@@ -27,6 +27,8 @@ SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.
 SERIOUS_LEVELS = frozenset({"ERROR", "CRITICAL"})
 # Error events that say which phase failed, whatever the frames or phase lines said.
 IMPLIED_PHASES = {
+    "cache_blocks": "kv_cache_allocation", "memory_profile": "kv_cache_allocation",
+    "kv_cache_memory": "kv_cache_allocation", "max_concurrency": "kv_cache_allocation",
     "sampler_warmup_oom": "profiling", "load_model_oom": "loading_weights", "kv_needed": "kv_cache_allocation",
     "kv_too_small": "kv_cache_allocation", "no_cache_memory": "kv_cache_allocation",
 }
@@ -84,7 +86,7 @@ class Signal:
     def root(self) -> bool:
         """A root error states a cause; a wrapper only says that something else failed."""
         kinds = {e.kind for e in self.events}
-        if kinds & ROOT_KINDS:
+        if kinds & ROOT_KINDS or any(_no_kv_cache(e) for e in self.events):
             return True
         if any(e.kind == "startup_free_memory" and e.is_error for e in self.events):  # type: ignore[attr-defined]
             return True
@@ -105,7 +107,7 @@ class Signal:
 
     @property
     def phase(self) -> str | None:
-        own = next((p for e in self.events if (p := IMPLIED_PHASES.get(e.kind))), None)
+        own = next((p for e in self.events if (p := _implied_phase(e))), None)
         return (self.chain.phase if self.chain else None) or own or self.implied_phase or self.origin_phase
 
     def first(self, kind: str) -> ev.Event | None:
@@ -138,8 +140,16 @@ class Attempt:
 
     @property
     def fatal(self) -> Signal | None:
-        """The signal that ended this attempt, or None when it survived or never failed."""
-        live = [s for s in self.signals if not s.shutdown and (not s.after_ready or _fatal_after_ready(s))]
+        """The signal that ended this attempt, or None when it survived or never failed.
+
+        Before readiness the first root error ends the attempt (a wrapper only when no root
+        shows). Once the server is ready, errors are per request and survived, except the
+        kinds that kill a running server (a dead engine, the port taken, the OOM killer).
+        """
+        if self.ready is not None:
+            live = [s for s in self.signals if s.after_ready and not s.shutdown and _fatal_after_ready(s)]
+        else:
+            live = [s for s in self.signals if not s.shutdown]
         roots = [s for s in live if s.root]
         if roots:
             return roots[0]
@@ -249,7 +259,7 @@ class Timeline:
             origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase,
             after_ready=attempt.ready is not None,
         )
-        own = next((IMPLIED_PHASES[e.kind] for e in events if e.kind in IMPLIED_PHASES), None)
+        own = next((p for e in events if (p := _implied_phase(e))), None)
         if own:  # an error that names its phase also names it for the error just before it
             for previous in reversed(attempt.signals[-4:]):
                 if previous.origin == signal.origin and line.no - previous.line <= NEARBY_LINES:
@@ -263,12 +273,37 @@ class Timeline:
         attempt.signals.append(signal)
 
 
+def _no_kv_cache(event: ev.Event) -> bool:
+    """Figures that mean vLLM is about to raise: no KV cache at all, or not one full request.
+
+    vLLM raises right after printing these, so a log cut short before the traceback
+    still failed here.
+    """
+    if isinstance(event, ev.CacheBlocks):
+        return event.gpu_blocks == 0
+    if isinstance(event, ev.MemoryProfile):
+        return event.kv_cache is not None and event.kv_cache < 0
+    if isinstance(event, ev.KvCacheMemory):
+        return event.bytes <= 0
+    if isinstance(event, ev.MaxConcurrency):
+        return event.factor < 1.0
+    return False
+
+
+def _implied_phase(event: ev.Event) -> str | None:
+    if isinstance(event, ev.ProcessDied) and event.method:
+        return FRAME_PHASES.get(event.method)
+    return IMPLIED_PHASES.get(event.kind)
+
+
 def _keep_frame(chain: Chain | None) -> bool:
     return chain is not None
 
 
 def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
     if event.kind in ROOT_KINDS or event.kind == "process_died":
+        return True
+    if _no_kv_cache(event):
         return True
     if isinstance(event, (ev.StartupFreeMemory, ev.SwapSpace)):
         return event.is_error
