@@ -100,6 +100,8 @@ def _check_calls(tree: Any) -> None:
     if not isinstance(tree, Tree):
         return
     for node in tree.iter_subtrees():
+        if node.data == "path" and any(str(c).startswith("_") for c in node.children):
+            raise ExpressionError("names starting with '_' are not data fields")
         if node.data == "call" and str(node.children[0]) not in FUNCTIONS:
             raise ExpressionError(
                 f"unknown function {node.children[0]!s}(); must be one of: {', '.join(sorted(FUNCTIONS))}"

@@ -1,0 +1,71 @@
+"""Shared test helpers: paths, the shared corpus (optional), a pipeline runner."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+from syrupy.extensions.json import JSONSnapshotExtension
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "logs"
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+
+
+def triage_bytes(data: bytes, name: str = "test.log"):
+    from triage.pipeline import run
+
+    return run(io.BytesIO(data), name)
+
+
+def triage_text(text: str, name: str = "test.log"):
+    return triage_bytes(text.encode("utf-8"), name)
+
+
+def triage_file(path: Path):
+    from triage.pipeline import run_path
+
+    return run_path(path)
+
+
+def fixture_cases() -> list[tuple[Path, dict]]:
+    cases = []
+    for log in sorted(FIXTURES.glob("*/*.log")):
+        expect = log.with_suffix(".expect.yaml")
+        if expect.exists():
+            cases.append((log, yaml.safe_load(expect.read_text())))
+    return cases
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    """One readable file per snapshot, so a diff shows the report itself."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+
+class MarkdownSnapshot(TextSnapshot):
+    file_extension = "md"
+
+
+class JsonSnapshot(JSONSnapshotExtension):
+    pass
+
+
+@pytest.fixture
+def snapshot_txt(snapshot):
+    return snapshot.use_extension(TextSnapshot)
+
+
+@pytest.fixture
+def snapshot_md(snapshot):
+    return snapshot.use_extension(MarkdownSnapshot)
+
+
+@pytest.fixture
+def snapshot_json(snapshot):
+    return snapshot.use_extension(JsonSnapshot)

@@ -1,0 +1,65 @@
+"""Every labelled case of the shared corpus of real logs: the expected primary cause.
+
+The corpus is third-party data and stays in ../shared; the snapshots hold only a compact
+structured summary of what the tool found (causes, outcome, phase, figures, evidence
+line numbers, remedy flags), never the logs' text. Cases the tool gets wrong today are
+listed in corpus_known_misses.yaml with the reason; they are strict xfails, so fixing
+one makes the suite say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import CORPUS, triage_file
+
+LABELS = CORPUS / "labels.yaml"
+KNOWN_MISSES = yaml.safe_load((Path(__file__).parent / "corpus_known_misses.yaml").read_text()) or {}
+SUMMARY_FACTS = ("gpu_total_bytes", "gpu_memory_utilization", "budget_bytes", "weights_bytes", "kv_cache_bytes",
+                 "max_model_len", "startup_free_bytes", "foreign_bytes", "tensor_parallel_size")
+
+
+def _cases():
+    if not LABELS.exists():
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason="../shared/corpus is not present"),
+                             id="corpus-absent")]
+    labels = yaml.safe_load(LABELS.read_text())
+    params = []
+    for case, meta in sorted(labels.items()):
+        if not (CORPUS / f"{case}.log").exists():
+            continue
+        marks = []
+        if case in KNOWN_MISSES:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case]))
+        params.append(pytest.param(case, meta, marks=marks, id=case))
+    return params
+
+
+def summary(report) -> dict:
+    return {
+        "outcome": report.outcome,
+        "causes": [d.id for d in report.diagnoses],
+        "phase": report.failure.phase if report.failure else None,
+        "failure_line": report.failure.line if report.failure else None,
+        "facts": {k: report.facts[k] for k in SUMMARY_FACTS if k in report.facts},
+        "diagnoses": [
+            {"id": d.id, "rule": d.rule, "evidence_lines": [e.line for e in d.evidence],
+             "flags": [r.flags for r in d.remedies if r.flags or r.env], "env": [r.env for r in d.remedies if r.env]}
+            for d in report.diagnoses
+        ],
+    }
+
+
+@pytest.mark.parametrize("case,meta", _cases())
+def test_corpus_case(case, meta, snapshot_json):
+    report = triage_file(CORPUS / f"{case}.log")
+    expect = meta.get("expect") or []
+    got = [d.id for d in report.diagnoses]
+    if expect:
+        assert got and got[0] == expect[0], f"expected {expect}, got {got}"
+    else:
+        assert got == [], f"healthy log diagnosed as {got}"
+    assert summary(report) == snapshot_json

@@ -1,0 +1,129 @@
+"""The grammar: each message family, in every wording the formats catalogue lists."""
+
+import pytest
+
+from triage.lines import peel
+from triage.parse import parse_line, prefilter
+from triage.units import GiB, MiB
+
+
+def events(text):
+    return parse_line(peel(text, 1))
+
+
+def one(text, kind):
+    found = [e for e in events(text) if e.kind == kind]
+    assert found, f"no {kind} in {[e.kind for e in events(text)]}"
+    return found[0]
+
+
+NEW_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of "
+           "79.15 GiB of which 1.06 GiB is free. Process 2381 has 41.20 GiB memory in use. Including non-PyTorch "
+           "memory, this process has 36.87 GiB memory in use. Of the allocated memory 34.10 GiB is allocated by "
+           "PyTorch, with 512.00 MiB allocated in private pools (e.g., CUDA Graphs), and 1.44 GiB is reserved by "
+           "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+           "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+def test_new_oom_format_all_clauses():
+    oom = one(NEW_OOM, "torch_oom")
+    assert oom.requested == round(1.96 * GiB)
+    assert oom.total == round(79.15 * GiB) and oom.free == round(1.06 * GiB)
+    assert [(p.pid, p.bytes) for p in oom.processes] == [(2381, round(41.20 * GiB))]
+    assert oom.this_process == round(36.87 * GiB)
+    assert oom.allocated == round(34.10 * GiB) and oom.private_pools == 512 * MiB
+    assert oom.reserved_unallocated == round(1.44 * GiB)
+    assert not oom.truncated
+
+
+def test_oom_cut_short_keeps_what_was_read():
+    oom = one(NEW_OOM[:330], "torch_oom")  # cut inside "Of the allocated memory ..."
+    assert oom.total == round(79.15 * GiB) and oom.this_process == round(36.87 * GiB)
+    assert oom.reserved_unallocated is None
+
+
+def test_old_oom_format_and_typo():
+    oom = one("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacty; "
+              "77.80 GiB already allocated; 11.81 MiB free; 78.33 GiB reserved in total by PyTorch) If reserved "
+              "memory is >> allocated memory try setting max_split_size_mb", "torch_oom")
+    assert oom.requested == 20 * MiB and oom.free == round(11.81 * MiB) and oom.reserved_total == round(78.33 * GiB)
+
+
+def test_capacty_typo_new_format_and_missing_gpu_index():
+    oom = one("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU  has a total "
+              "capacty of 10.75 GiB of which 1.62 MiB is free.", "torch_oom")
+    assert oom.total == round(10.75 * GiB) and oom.gpu_index is None
+
+
+def test_hip_oom_has_no_process_clauses():
+    oom = one("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity "
+              "of 191.98 GiB of which 912.00 MiB is free. Of the allocated memory 188.20 GiB is allocated by "
+              "PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated.", "torch_oom")
+    assert oom.device == "HIP" and oom.processes == ()
+
+
+def test_oom_embedded_in_vllm_wrapper():
+    evs = events("ERROR 01-10 10:00:03 [gpu_model_runner.py:3605] Failed to load model - not enough GPU memory. "
+                 "Try lowering --gpu-memory-utilization. (original error: CUDA out of memory. Tried to allocate "
+                 "1.96 GiB. GPU 0 has a total capacity of 15.47 GiB of which 20.00 MiB is free.)")
+    assert {"load_model_oom", "torch_oom"} <= {e.kind for e in evs}
+
+
+@pytest.mark.parametrize("text,kind,field,value", [
+    ("the current vLLM instance can use total_gpu_memory (79.15GiB) x gpu_memory_utilization (0.90) = 71.24GiB",
+     "memory_budget", "utilization", 0.9),
+    ("model weights take 14.99GiB; non_torch_memory takes 0.87GiB; PyTorch activation peak memory takes 1.41GiB; "
+     "the rest of the memory reserved for KV Cache is -0.85GiB.", "memory_profile", "kv_cache", -round(0.85 * GiB)),
+    ("Available KV cache memory: -0.72 GiB", "kv_cache_memory", "bytes", -round(0.72 * GiB)),
+    ("GPU KV cache size: 444,688 tokens", "kv_cache_tokens", "tokens", 444688),
+    ("GPU KV cache size: 29,056 tokens, Maximum concurrency for 2,048 tokens per request: 14.19x",
+     "max_concurrency", "factor", 14.19),
+    ("# GPU blocks: 27296, # CPU blocks: 2048", "cache_blocks", "gpu_blocks", 27296),
+    ("# cuda blocks: 0, # CPU blocks: 4681", "cache_blocks", "gpu_blocks", 0),
+    ("Loading model weights took 14.9889 GB", "weights_loaded", "bytes", round(14.9889 * GiB)),
+    ("Model loading took 14.99 GiB memory and 5.123456 seconds", "weights_loaded", "seconds", 5.123456),
+    ("ValueError: Free memory on device cuda:0 (10.53/79.19 GiB) on startup is less than desired GPU memory "
+     "utilization (0.9, 71.27 GiB). Decrease GPU memory utilization", "startup_free_memory", "free", round(10.53 * GiB)),
+    ("Free memory on device (78.6/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). "
+     "Actual usage is 14.99 GiB for weight", "startup_free_memory", "is_error", False),
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored "
+     "in KV cache (21456). Try increasing", "kv_too_small", "kv_tokens", 21456),
+    ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+     "needed, which is larger than the available KV cache memory (9.87 GiB). Based on the available memory, the "
+     "estimated maximum model length is 80848. Try increasing", "kv_needed", "estimated_max_len", 80848),
+    ("ValueError: To serve at least one request with the models's max seq len (40960), (10.00 GB KV cache is "
+     "needed, which is larger than the available KV cache memory (1.25 GB). Try increasing", "kv_needed",
+     "available", round(1.25 * GiB)),
+    ("Graph capturing finished in 12 secs, took 0.85 GiB", "graph_capture_done", "bytes", round(0.85 * GiB)),
+    ("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try",
+     "sampler_warmup_oom", "requests", 1024),
+    ("Possibly too large swap space. 32.00 GiB out of the 62.79 GiB total CPU memory is allocated for the swap space.",
+     "swap_space", "swap", 32 * GiB),
+    ("Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.", "process_died",
+     "exit_code", -9),
+    ("Worker VllmWorkerProcess pid 4711 died, exit code: -9", "process_died", "exit_code", -9),
+    ('  File "/usr/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 1395, in capture_model',
+     "frame", "func", "capture_model"),
+    ("Initializing a V1 LLM engine (v0.8.5) with config: model='Qwen/Qwen2.5-7B-Instruct', dtype=torch.bfloat16, "
+     "max_seq_len=32768, tensor_parallel_size=2, quantization=None, enforce_eager=False", "engine_config",
+     "version", "0.8.5"),
+])
+def test_families(text, kind, field, value):
+    assert getattr(one(text, kind), field) == value
+
+
+def test_settings_from_non_default_args():
+    cfg = one("non-default args: {'model_tag': 'x/y', 'model': 'x/y', 'max_model_len': 8192, "
+              "'gpu_memory_utilization': 0.85, 'tensor_parallel_size': 2, 'api_key': 'sk-secret'}", "engine_config")
+    assert cfg.settings == {"model": "x/y", "max_model_len": 8192, "gpu_memory_utilization": 0.85,
+                            "tensor_parallel_size": 2}
+
+
+def test_unknown_lines_are_not_events():
+    assert events("INFO 01-01 00:00:00 [a.py:1] nothing to see here") == []
+
+
+def test_every_event_line_passes_the_prefilter():
+    for text, *_ in [(NEW_OOM,), ("# GPU blocks: 1, # CPU blocks: 2",), ("Available KV cache memory: 1.0 GiB",)]:
+        assert prefilter(text)

@@ -1,0 +1,121 @@
+"""Rule packs: the built-in ones are valid and complete; hostile ones fail with every problem named."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from triage.errors import RulePackError
+from triage.pipeline import load_rules
+from triage.rules import builtin_pack_paths, load_packs, load_taxonomy
+
+MEMORY_CAUSES = {"gpu_memory_utilization_too_high", "kv_cache_insufficient", "weights_exceed_memory",
+                 "foreign_gpu_processes", "cuda_graph_capture_oom", "warmup_oom", "memory_fragmentation"}
+
+
+def test_builtin_packs_load():
+    rules = load_rules()
+    assert len(rules) >= len(MEMORY_CAUSES)
+    assert len({r.id for r in rules}) == len(rules)
+
+
+def test_taxonomy_copy_matches_shared():
+    shared = ROOT.parent / "shared" / "taxonomy.yaml"
+    if not shared.exists():
+        pytest.skip("../shared is not present")
+    assert set(yaml.safe_load(shared.read_text())["causes"]) == set(load_taxonomy())
+
+
+def test_every_memory_cause_has_a_rule():
+    causes = {r.cause for r in load_rules()}
+    assert MEMORY_CAUSES <= causes
+
+
+def _pack(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "pack.yaml"
+    p.write_text(text)
+    return p
+
+
+def _problems(tmp_path, text) -> list[str]:
+    with pytest.raises(RulePackError) as info:
+        load_packs([_pack(tmp_path, text)], set(load_taxonomy()))
+    return info.value.problems
+
+
+GOOD_RULE = """
+  - id: {id}
+    cause: kv_cache_insufficient
+    title: t
+    when: {{event: kv_needed}}
+"""
+
+
+def test_all_problems_reported_at_once_with_file_line_and_id(tmp_path):
+    text = "schema: 1\nrules:\n" + """
+  - id: bad-expr
+    cause: kv_cache_insufficient
+    title: t
+    when: {all: ["1 +"]}
+  - id: bad-cause
+    cause: not_a_cause
+    title: t
+  - id: unknown-key
+    cause: kv_cache_insufficient
+    title: t
+    colour: red
+  - id: bad-flag
+    cause: kv_cache_insufficient
+    title: t
+    remedies: [{text: x, flags: {max-model-len: "1"}}]
+  - id: bad-func
+    cause: kv_cache_insufficient
+    title: t
+    figures: {x: "system(1)"}
+"""
+    problems = _problems(tmp_path, text)
+    joined = "\n".join(problems)
+    for rid in ("bad-expr", "bad-cause", "unknown-key", "bad-flag", "bad-func"):
+        assert f"rule '{rid}'" in joined
+    assert all("pack.yaml:" in p for p in problems)
+    assert len(problems) == 5
+
+
+def test_duplicate_keys_refused(tmp_path):
+    problems = _problems(tmp_path, "schema: 1\nschema: 1\nrules: []\n")
+    assert "duplicate key" in problems[0] and "pack.yaml:2" in problems[0]
+
+
+def test_aliases_refused(tmp_path):
+    bomb = "schema: 1\na: &a [x, x, x]\nb: &b [*a, *a, *a]\nrules: []\n"
+    assert "aliases" in _problems(tmp_path, bomb)[0]
+
+
+def test_python_tags_refused(tmp_path):
+    problems = _problems(tmp_path, "schema: 1\nrules: !!python/object/apply:os.system ['echo hi']\n")
+    assert "not allowed" in problems[0] or "could not determine" in problems[0]
+
+
+def test_empty_and_wrong_schema(tmp_path):
+    assert "empty rule pack" in _problems(tmp_path, "")[0]
+    assert "schema 2 is not supported" in _problems(tmp_path, "schema: 2\nrules: []\n")[0]
+
+
+def test_duplicate_rule_ids_across_packs(tmp_path):
+    a = tmp_path / "a.yaml"
+    b = tmp_path / "b.yaml"
+    a.write_text("schema: 1\nrules:\n" + GOOD_RULE.format(id="same-id"))
+    b.write_text("schema: 1\nrules:\n" + GOOD_RULE.format(id="same-id"))
+    with pytest.raises(RulePackError) as info:
+        load_packs([a, b], set(load_taxonomy()))
+    assert "already used" in info.value.problems[0]
+
+
+def test_oversized_pack_refused(tmp_path):
+    big = "schema: 1\nrules: []\n# " + "x" * (1 << 20) + "\n"
+    assert "larger than" in _problems(tmp_path, big)[0]
+
+
+def test_builtin_pack_paths_exist():
+    assert builtin_pack_paths(), "no built-in rule packs found"
