@@ -21,6 +21,7 @@ for no, raw in enumerate(iter_lines(stream, InputStats(name)), 1):
     if evs:
         texts[no] = (line.origin, raw[:200])
         tl.feed(line, evs)
+tl.finish()
 rules = load_rules()
 for a in tl.attempts:
     print(f"attempt {a.index} lines {a.first_line}-{a.last_line} ready={a.ready and a.ready.line} phases={a.origin_phase}")

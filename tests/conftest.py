@@ -37,7 +37,10 @@ def fixture_cases() -> list[tuple[Path, dict]]:
     for log in sorted(FIXTURES.glob("*/*.log")):
         expect = log.with_suffix(".expect.yaml")
         if expect.exists():
-            cases.append((log, yaml.safe_load(expect.read_text())))
+            try:
+                cases.append((log, yaml.safe_load(expect.read_text())))
+            except yaml.YAMLError as exc:
+                cases.append((log, {"broken": str(exc)}))
     return cases
 
 

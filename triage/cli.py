@@ -106,7 +106,8 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
                 stream.close()
         text = render(report, fmt, width=width, color=color)
         chunks.append(redact_text(text) if options.redact else text)
-        worst = max(worst, EXIT_FAILURE_FOUND if report.outcome == "failed" else EXIT_OK)
+        failed = report.outcome == "failed" or bool(report.diagnoses)
+        worst = max(worst, EXIT_FAILURE_FOUND if failed else EXIT_OK)
     out = _join(chunks, fmt)
     if args.output:
         try:

@@ -43,6 +43,7 @@ class FailureView(BaseModel):
     after_ready: bool = False
     exit_code: int | None = None
     repeats: int = 1
+    where: str | None = None  # the innermost frame: "file.py:123 in func"
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -57,7 +58,15 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         frames=[f.func for f in chain_frames], files=[f.file for f in chain_frames],
         kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
         exit_code=died.exit_code if died else None, repeats=signal.repeats,
+        where=_where(chain_frames),
     )
+
+
+def _where(frames: list[ev.Frame]) -> str | None:
+    if not frames:
+        return None
+    inner = frames[-1]
+    return f"{inner.file.rsplit('/', 1)[-1]}:{inner.lineno} in {inner.func}"
 
 
 def _describe(signal: Signal) -> str:
@@ -157,7 +166,8 @@ def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Dia
         ctx[name] = value
         if value is not None:
             figures[name] = value
-    sentences = [s for t in rule.explanation if (s := t.render(ctx, trace))]
+    sentences = [s for t, when in rule.explanation
+                 if (when is None or _truthy(when.evaluate(ctx, trace))) and (s := t.render(ctx, trace))]
     remedies = [r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None]
     rank = _number(rule.rank.evaluate(ctx, trace), 0.0)
     confidence = max(0.0, min(1.0, _number(rule.confidence.evaluate(ctx, trace), 0.5)))

@@ -240,6 +240,7 @@ class EngineConfig(Event):
     """The version banner and any engine arguments it or an argument dump carries."""
 
     kind: Literal["engine_config"] = "engine_config"
+    source: str = "banner"  # banner | args | version | env: a restart prints the same source again
     version: str | None = None
     engine: str | None = None
     settings: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
@@ -293,13 +294,132 @@ class ErrorLine(Event):
     message: str
 
 
+# --- startup failures that are not about GPU memory -----------------------------------
+
+
+class AddressInUse(Event):
+    """`[Errno 98] ... address already in use` (uvicorn's bind, or vLLM's pre-bound socket)."""
+
+    kind: Literal["address_in_use"] = "address_in_use"
+    host: str | None = None
+    port: int | None = None
+
+
+class HubAuthError(Event):
+    """Hugging Face Hub refused the download: 401/403, a gated or restricted repo."""
+
+    kind: Literal["hub_auth_error"] = "hub_auth_error"
+    status: int | None = None
+    repo: str | None = None
+    gated: bool = False
+
+
+class RepoNotFound(Event):
+    """`Repository Not Found for url` / 404: a typo, or a private repo seen without a token."""
+
+    kind: Literal["repo_not_found"] = "repo_not_found"
+    repo: str | None = None
+
+
+class ArchitectureUnsupported(Event):
+    """`Model architectures ['X'] are not supported for now` (or failed to be inspected)."""
+
+    kind: Literal["architecture_unsupported"] = "architecture_unsupported"
+    architectures: tuple[str, ...] = ()
+    listed: bool = False  # the architecture is in the supported list the same message printed
+    inspect_failed: bool = False
+
+
+class NotDivisible(Event):
+    """`Total number of attention heads (N) must be divisible by tensor parallel size (M).`"""
+
+    kind: Literal["not_divisible"] = "not_divisible"
+    what: str
+    total: int
+    size: int
+    parallel: str = "tensor"
+
+
+class NotEnoughGpus(Event):
+    """More workers than GPUs: placement-group shortfalls, invalid device ordinals, world size."""
+
+    kind: Literal["not_enough_gpus"] = "not_enough_gpus"
+    required: int | None = None
+    available: int | None = None
+    detail: str = ""
+
+
+class CapabilityTooLow(Event):
+    """A dtype or quantization needs a newer GPU (compute capability)."""
+
+    kind: Literal["capability_too_low"] = "capability_too_low"
+    feature: str
+    gpu: str | None = None
+    capability: str | None = None
+    required: str | None = None
+
+
+class DriverProblem(Event):
+    """Driver / CUDA runtime / kernel build mismatch."""
+
+    kind: Literal["driver_problem"] = "driver_problem"
+    problem: str
+    found: str | None = None
+
+
+class NcclError(Event):
+    """NCCL failed: unhandled system/cuda error, internal error, a watchdog timeout."""
+
+    kind: Literal["nccl_error"] = "nccl_error"
+    problem: str
+    timeout_ms: int | None = None
+    op: str | None = None
+    seq: int | None = None
+
+
+class SharedMemoryProblem(Event):
+    """/dev/shm too small: NCCL segment errors, no space left, a bus error."""
+
+    kind: Literal["shm_problem"] = "shm_problem"
+    problem: str
+    path: str | None = None
+    size: int | None = None
+
+
+class HostMemoryProblem(Event):
+    """Host RAM ran out: Ray's memory monitor, the OOM killer, a container limit."""
+
+    kind: Literal["host_memory_problem"] = "host_memory_problem"
+    problem: str
+    used: int | None = None
+    total: int | None = None
+    threshold: float | None = None
+    generic: bool = False  # Ray's list of *possible* causes for a dead worker, not a finding
+
+
+class UsageError(Event):
+    """The command line was refused (`error: unrecognized arguments`, bad values)."""
+
+    kind: Literal["usage_error"] = "usage_error"
+    message: str = ""
+
+
+class SignalKilled(Event):
+    """A bare `Killed` from a shell, or a fatal signal named by Python/Ray."""
+
+    kind: Literal["killed"] = "killed"
+    signal: str = "SIGKILL"
+
+
 AnyEvent = Annotated[
     Union[
         TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory,
         KvCacheTokens, MaxConcurrency, CacheBlocks, WeightsLoaded, StartupFreeMemory,
         ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory, PhaseMark, GraphCaptureDone,
         SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace, Ready, EngineConfig,
-        TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine,
+        TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine, AddressInUse,
+        HubAuthError, RepoNotFound, ArchitectureUnsupported, NotDivisible, NotEnoughGpus, CapabilityTooLow,
+        DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, UsageError, SignalKilled,
     ],
     Field(discriminator="kind"),
 ]

@@ -149,6 +149,13 @@ def _sum(values: Any) -> Any:
     return sum(vals)
 
 
+def _divisors(n: Any, limit: Any = None) -> Any:
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
+        return None
+    top = n if limit is None else min(n, int(limit))
+    return [d for d in range(1, top + 1) if n % d == 0]
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": _min,
     "max": _max,
@@ -165,6 +172,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": _none_safe(len),
     "sum": _sum,
     "gib": _none_safe(lambda x: x / GiB),
+    "divisors": _divisors,
+    "last": lambda xs: xs[-1] if isinstance(xs, (list, tuple)) and xs else None,
 }
 
 
@@ -360,6 +369,7 @@ FILTERS: dict[str, Callable[[Any], str]] = {
     "fixed2": lambda v: f"{v:.2f}",
     "num": _flag_number,
     "str": str,
+    "list": lambda v: ", ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v),
     "pids": lambda v: ", ".join(f"{p['pid']} ({gib(p['bytes'])})" for p in v),
 }
 

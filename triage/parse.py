@@ -27,10 +27,13 @@ START_RULES = (
     "weights_v1", "startup_free", "profiling_error", "kv_error", "no_cache", "graph_start",
     "graph_done", "sampler_oom", "load_oom", "encoder_budget", "profile_start",
     "weights_start", "swap", "ready", "banner", "server_version", "logo_version", "arg_dump",
-    "traceback", "frame", "chain", "exception", "wrapper",
+    "traceback", "frame", "chain", "exception", "wrapper", "address_in_use", "hub_http", "hub_gated",
+    "hub_missing", "architecture", "not_divisible", "not_enough_gpus", "bf16_capability", "cc_below",
+    "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
+    "usage_error",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
-AT_START_ONLY = frozenset({"frame", "chain", "exception"})
+AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
 _WS = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
@@ -85,7 +88,13 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "EXC_NAME": ("Error", "Exception", "Interrupt", "Exit", "Fault", "Failure", "Timeout", "Cancelled"),
     "BLOCKS_HEAD": (" blocks:",),
     "FRAME_FILE": ('File "',),
-    "V0_WORKER_DIED": ("died, exit code:",),  # an OOM clause that can open a line only inside a wrapped OOM text
+    "V0_WORKER_DIED": ("died, exit code:",),
+    "ERRNO_ADDR": ("[Errno 98]", "[Errno 48]"),
+    "HTTP_AUTH": ("401", "403"),
+    "NCCL_HEAD": ("NCCL error",),
+    "NCCL_CODE": ("nccl",),
+    "KILLED_LINE": ("Killed",),
+    "USAGE_HEAD": (": error: ",),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
 
 
@@ -513,13 +522,13 @@ class ToEvents(Transformer):
         return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
 
     def server_version(self, _head, version, *rest):
-        return {"kind": "engine_config", "version": str(version).lstrip("v")}
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
 
     def logo_version(self, version, tail=None):
-        return {"kind": "engine_config", "version": str(version).lstrip("v")}
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
 
     def arg_dump(self, head, tail):
-        return {"kind": "engine_config", "settings": parse_settings(str(tail))}
+        return {"kind": "engine_config", "source": "args", "settings": parse_settings(str(tail))}
 
     # --- tracebacks and wrappers ---
     def traceback(self, tail=None):
@@ -554,6 +563,158 @@ class ToEvents(Transformer):
         codes = [int(c) for c in re.findall(r":\s*(-?\d+)", str(procs))]
         return {"kind": "process_died", "name": str(procs), "exit_code": codes[0] if codes else None,
                 "wrapper": "Failed core proc(s)"}
+
+    # --- other startup failures ---
+    def address_in_use(self, _errno, rest):
+        return rest
+
+    def bind_uvicorn(self, host, port, tail):
+        return {"kind": "address_in_use", "host": str(host)[1:-1], "port": _int(port)}
+
+    def bind_plain(self, tail):
+        if "in use" not in str(tail).lower():
+            raise ValueError("not an address-in-use error")
+        port = re.search(r"port[ =:]+(\d+)|:(\d{2,5})\b", str(tail))
+        return {"kind": "address_in_use", "port": _int(port.group(1) or port.group(2)) if port else None}
+
+    def hub_http(self, status, _client, tail=None):
+        text = str(tail or "")
+        if "huggingface" not in text and "hf.co" not in text and "http" in text:
+            raise ValueError("an HTTP error from somewhere else")
+        return {"kind": "hub_auth_error", "status": int(str(status)), "repo": _hf_repo(text)}
+
+    def hub_gated(self, head, tail=None):
+        return {"kind": "hub_auth_error", "gated": True, "repo": _hf_repo(str(tail or ""))}
+
+    def hub_missing(self, tail=None):
+        return {"kind": "repo_not_found", "repo": _hf_repo(str(tail or ""))}
+
+    def architecture(self, names, verb, tail=None):
+        archs = tuple(re.findall(r"'([^']+)'", str(names)))
+        rest = str(tail or "")
+        listed = "upported architectures" in rest and any(f"'{a}'" in rest for a in archs)
+        return {"kind": "architecture_unsupported", "architectures": archs, "listed": listed,
+                "inspect_failed": "inspected" in str(verb)}
+
+    def not_divisible(self, what, total, by, size, tail=None):
+        parallel = str(by).split()[0].lower()
+        return {"kind": "not_divisible", "what": str(what), "total": _int(total), "size": _int(size),
+                "parallel": parallel}
+
+    def not_enough_gpus(self, head, tail=None):
+        return {"kind": "not_enough_gpus", "detail": str(head)}
+
+    def bf16_capability(self, required, *rest):
+        has = next((r for r in rest if isinstance(r, tuple)), (None, None))
+        return {"kind": "capability_too_low", "feature": "bfloat16", "required": str(required),
+                "gpu": has[0], "capability": has[1]}
+
+    def gpu_has(self, name, cap):
+        return (str(name).strip(), str(cap))
+
+    def cc_below(self, cap, tail=None):
+        return {"kind": "capability_too_low", "feature": "this vLLM build", "required": str(cap)}
+
+    def quant_capability(self, method, *rest):
+        caps = [str(r) for r in rest if isinstance(r, Token) and r.type == "INT"]
+        return {"kind": "capability_too_low", "feature": f"quantization {method}",
+                "required": _cap(caps[0]) if caps else None, "capability": _cap(caps[1]) if len(caps) > 1 else None}
+
+    def driver(self, head, tail=None):
+        text = str(head)
+        if text == "undefined symbol:" and "_C" not in str(tail or "") and ".so" not in str(tail or ""):
+            raise ValueError("an undefined symbol outside vLLM's kernels")
+        found = re.search(r"found version (\d+)", str(tail or ""))
+        return {"kind": "driver_problem", "problem": _DRIVER_PROBLEMS.get(text, text),
+                "found": found.group(1) if found else None}
+
+    def nccl(self, head, tail=None):
+        return {"kind": "nccl_error", "problem": _nccl_problem(str(tail or ""))}
+
+    def nccl_code(self, code, tail=None):
+        return {"kind": "nccl_error", "problem": _NCCL_CODES.get(str(code), str(code))}
+
+    def nccl_watchdog(self, work, tail=None):
+        text = str(work)
+        timeout = re.search(r"Timeout\(ms\)=(\d+)", text)
+        seq = re.search(r"SeqNum=(\d+)", text)
+        op = re.search(r"OpType=(\w+)", text)
+        return {"kind": "nccl_error", "problem": "watchdog timeout", "timeout_ms": _int(timeout.group(1)) if timeout else None,
+                "seq": _int(seq.group(1)) if seq else None, "op": op.group(1) if op else None}
+
+    def shm(self, head, tail=None):
+        text, rest = str(head), str(tail or "")
+        if text == "No space left on device" and not re.search(r"/dev/shm|shm|torch_\d", rest + text):
+            raise ValueError("disk full, not /dev/shm")
+        path = re.search(r"(/dev/shm/\S+)", rest)
+        size = re.search(r"\(size (\d+)\)|to (\d+) bytes|only (\d+) bytes", rest)
+        return {"kind": "shm_problem", "problem": _SHM_PROBLEMS.get(text, text), "path": path.group(1) if path else None,
+                "size": _int(next(g for g in size.groups() if g)) if size else None}
+
+    def host_memory(self, head, tail=None):
+        text, rest = str(head), str(tail or "")
+        out = {"kind": "host_memory_problem", "problem": _HOST_PROBLEMS.get(text, text),
+               "generic": text.startswith("A worker died")}
+        m = re.search(r"was (\d+(?:\.\d+)?)GB / (\d+(?:\.\d+)?)GB \((\d+(?:\.\d+)?)\), which exceeds the memory "
+                      r"usage threshold of (\d+(?:\.\d+)?)", rest)
+        if m:
+            out.update(used=parse_size(m.group(1) + "GB"), total=parse_size(m.group(2) + "GB"),
+                       threshold=float(m.group(4)))
+        return out
+
+    def killed(self, _tok):
+        return {"kind": "killed"}
+
+    def usage_error(self, head, tail=None):
+        return {"kind": "usage_error", "message": str(tail or "")[:300]}
+
+
+_DRIVER_PROBLEMS = {
+    "no kernel image is available for execution on the device": "no kernel image for this GPU",
+    "device kernel image is invalid": "kernel image built for another GPU or toolkit",
+    "CUDA driver version is insufficient for CUDA runtime version": "driver older than the CUDA runtime",
+    "Found no NVIDIA driver on your system": "no NVIDIA driver",
+    "The NVIDIA driver on your system is too old": "driver too old",
+    "no CUDA-capable device is detected": "no GPU visible",
+    "forward compatibility was attempted on non supported HW": "CUDA forward compatibility on unsupported hardware",
+    "system has unsupported display driver / cuda driver combination": "driver and CUDA libraries mismatch",
+    "undefined symbol:": "vLLM's compiled kernels do not match the installed torch/CUDA",
+}
+_NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
+               "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",
+               "ncclInvalidUsage": "invalid usage", "ncclInvalidArgument": "invalid argument"}
+_SHM_PROBLEMS = {"Error while creating shared memory segment": "cannot create an NCCL shared-memory segment",
+                 "failed to extend /dev/shm": "cannot extend an NCCL shared-memory segment",
+                 "No space left on device": "no space left on /dev/shm", "Fatal Python error: Bus error": "bus error",
+                 "SIGBUS received": "bus error", "Bus error (core dumped)": "bus error",
+                 "/dev/shm has only": "small /dev/shm"}
+_HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unexpected system error":
+                  "a Ray worker died without a Python error",
+                  "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",
+                  "Memory on the node": "Ray memory monitor threshold exceeded",
+                  "killed by SIGKILL by OOM killer": "killed by the OOM killer",
+                  "OOM-killed": "container OOM-killed", "OOMKilled": "container OOM-killed",
+                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer"}
+
+
+def _nccl_problem(text: str) -> str:
+    for key in ("unhandled system error", "unhandled cuda error", "internal error", "remote process exited",
+                "invalid usage", "invalid argument", "timeout"):
+        if key in text:
+            return key
+    return text.split("(")[0].strip()[:80] or "NCCL error"
+
+
+def _hf_repo(text: str) -> str | None:
+    m = re.search(r"(?:huggingface\.co|hf\.co)/(?:api/models/)?([\w.\-]+/[\w.\-]+)", text)
+    if m:
+        return m.group(1)
+    m = re.search(r"[Rr]epo (?:model )?([\w.\-]+/[\w.\-]+)", text)
+    return m.group(1) if m else None
+
+
+def _cap(digits: str) -> str:
+    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else digits
 
 
 _TRANSFORMER = ToEvents()

@@ -2,8 +2,7 @@
 
 vLLM's startup runs the same phases in every version: load the weights, profile a
 forward pass, size and allocate the KV cache, capture CUDA graphs, warm up, serve. The
-function names on a traceback say where a process was when it died; the innermost frame
-that names a phase wins (a KV-sizing call that profiles is in profiling when it dies).
+function names on a traceback say where a process was when it died.
 """
 
 from __future__ import annotations
@@ -53,15 +52,21 @@ FILE_PHASES = (("torch/cuda/graphs.py", "cuda_graph_capture"), ("cudagraph_utils
                ("torch/utils/_device.py", "loading_weights"))
 
 
+# When frames name several phases, the one that frames the others wins: graph capture runs
+# dummy forward passes, and KV-cache sizing runs the profiling pass.
+PRIORITY = ("cuda_graph_capture", "loading_weights", "profiling", "kv_cache_allocation", "starting")
+
+
 def phase_of_frames(frames: list[tuple[str, str]]) -> str | None:
-    """The phase named by the innermost frame that names one. Frames are (file, func), outermost first."""
-    for file, func in reversed(frames):
+    """The phase the frames (file, func; outermost first) show the process was in."""
+    named = set()
+    for file, func in frames:
         for marker, phase in FILE_PHASES:
-            if file.endswith(marker) and func not in ("__init__",):
-                return phase
+            if file.endswith(marker) and func != "__init__":
+                named.add(phase)
         if func in FRAME_PHASES:
-            return FRAME_PHASES[func]
-    return None
+            named.add(FRAME_PHASES[func])
+    return next((p for p in PRIORITY if p in named), None)
 
 
 def later(a: str | None, b: str | None) -> str | None:

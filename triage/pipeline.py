@@ -51,6 +51,7 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         if len(texts) < MAX_EVIDENCE_LINES:
             texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
+    timeline.finish()
     report = build_report(timeline, rules, texts, stats)
     if options.redact:
         report = Report.model_validate(redact_data(report.model_dump()))
@@ -111,8 +112,8 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     results = [diagnose_attempt(a, rules, texts, len(attempts)) for a in attempts]
     last = results[-1]
     outcome = _outcome(last)
-    diagnoses = list(last.diagnoses) if outcome == "failed" else []
-    if outcome == "failed":
+    diagnoses = list(last.diagnoses) if last.fatal is not None else []
+    if last.fatal is not None:
         for earlier in reversed(results[:-1]):
             for d in earlier.diagnoses:
                 if all(d.id != x.id for x in diagnoses):
@@ -132,7 +133,7 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
 
 def _outcome(result: AttemptResult) -> str:
     if result.fatal is not None:
-        return "failed"
+        return "incomplete" if result.fatal.cut else "failed"
     return "healthy" if result.attempt.ready is not None else "incomplete"
 
 
@@ -142,6 +143,8 @@ def _failure(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> Failur
         return None
     exc = fatal.exception
     message = f"{exc.type}: {exc.message}".strip(": ") if exc else texts.get(fatal.line, ("", ""))[1]
+    if fatal.cut:
+        message = f"(the log ends inside this traceback) {message}"
     return Failure(phase=fatal.phase, line=fatal.line, origin=fatal.origin, message=message[:1000],
                    exception=exc.type if exc else None)
 

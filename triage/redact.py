@@ -27,14 +27,23 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK),
     # credentials inside URLs: scheme://user:password@host
     (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@'\"]+:[^/\s@'\"]+@"), r"\1" + MASK + "@"),
-    # key=value and 'key': value in argument dumps and env listings
-    (re.compile(
-        r"""(?ix)
-        (\b[\w\-]*(?:api[_\-]?key|hf[_\-]?token|access[_\-]?token|auth[_\-]?token|secret|password|passwd|
-                   token)['"]?\s*[:=]\s*)
-        (?!None\b|none\b|null\b|False\b|True\b|\[REDACTED\])
-        ('[^']*'|"[^"]*"|[^\s,)}\]]+)"""), r"\1" + MASK),
 ]
+# key=value and 'key': value in argument dumps, env listings and JSON
+_KEY_VALUE = re.compile(
+    r"""(?ix)
+    (\b[\w\-]*(?:api[_\-]?key|hf[_\-]?token|access[_\-]?token|auth[_\-]?token|secret|password|passwd|
+               token)['"]?\s*[:=]\s*)
+    (?!None\b|none\b|null\b|False\b|True\b)
+    ('[^']*'|"[^"]*"|[^\s,)}\]]+)""")
+
+
+def _mask_value(m: re.Match[str]) -> str:
+    value = m.group(2)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    inner = value[1:-1] if quote else value
+    if not inner or inner == MASK or (inner.startswith("<") and inner.endswith(">")):
+        return m.group(0)  # empty, already masked, or a placeholder such as <your token>
+    return f"{m.group(1)}{quote}{MASK}{quote}"
 
 
 def redact_text(text: str) -> str:
@@ -42,7 +51,7 @@ def redact_text(text: str) -> str:
         return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
-    return text
+    return _KEY_VALUE.sub(_mask_value, text)
 
 
 def redact_data(value: Any) -> Any:

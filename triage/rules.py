@@ -105,6 +105,11 @@ class RemedySpec(_Model):
         return v
 
 
+class SentenceSpec(_Model):
+    text: str
+    when: Any = None
+
+
 class RuleSpec(_Model):
     id: str
     cause: str
@@ -113,7 +118,7 @@ class RuleSpec(_Model):
     rank: Any = 50
     confidence: Any = 0.8
     figures: dict[str, Any] = Field(default_factory=dict)
-    explanation: str | list[str] = ""
+    explanation: str | list[str | SentenceSpec] = ""
     remedies: list[RemedySpec] = Field(default_factory=list)
     fallback: bool = False  # speaks only when no other rule explained the attempt
     fires_on: list[str] = Field(default_factory=list)
@@ -160,7 +165,7 @@ class Rule(BaseModel):
     rank: Expr
     confidence: Expr
     figures: dict[str, Expr]
-    explanation: list[Template]
+    explanation: list[tuple[Template, Expr | None]]
     remedies: list[Remedy]
     fallback: bool
     fires_on: list[str]
@@ -300,9 +305,16 @@ def _compile_parts(spec: RuleSpec, where: str, problems: list[str]) -> dict[str,
         "rank": expr("rank", spec.rank) or compile_expr("0"),
         "confidence": expr("confidence", spec.confidence) or compile_expr("0"),
         "figures": figures,
-        "explanation": [t for i, s in enumerate(explanation) if s and (t := tmpl(f"explanation[{i}]", s))],
+        "explanation": [_sentence(i, s, tmpl, expr) for i, s in enumerate(explanation) if s],
         "remedies": remedies,
     }
+
+
+def _sentence(i: int, spec: Any, tmpl, expr) -> tuple[Template, Expr | None]:
+    if isinstance(spec, SentenceSpec):
+        return (tmpl(f"explanation[{i}].text", spec.text) or compile_template(""),
+                expr(f"explanation[{i}].when", spec.when) if spec.when is not None else None)
+    return tmpl(f"explanation[{i}]", spec) or compile_template(""), None
 
 
 def _pydantic_message(err: dict) -> str:

@@ -19,8 +19,12 @@ MAX_EVENTS_PER_ATTEMPT = 20000
 MAX_FRAMES_PER_TRACEBACK = 200
 ROOT_KINDS = frozenset({
     "torch_oom", "cuda_error_oom", "cpu_alloc_failed", "kv_too_small", "kv_needed", "no_cache_memory",
-    "sampler_warmup_oom", "load_model_oom", "profiling_mismatch",
+    "sampler_warmup_oom", "load_model_oom", "profiling_mismatch", "address_in_use", "hub_auth_error",
+    "repo_not_found", "architecture_unsupported", "not_divisible", "not_enough_gpus", "capability_too_low",
+    "driver_problem", "nccl_error", "usage_error", "killed",
 })
+# Errors that end a server that was already serving (the rest after readiness are per request).
+FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed"})
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
                   "concurrent.futures._base.CancelledError")
@@ -81,12 +85,19 @@ class Signal:
     origin_phase: str | None = None
     after_ready: bool = False
     repeats: int = 1
+    cut: bool = False  # a traceback the log stops inside: a failure whose message is lost
 
     @property
     def root(self) -> bool:
         """A root error states a cause; a wrapper only says that something else failed."""
+        if self.cut:
+            return True
         kinds = {e.kind for e in self.events}
         if kinds & ROOT_KINDS or any(_no_kv_cache(e) for e in self.events):
+            return True
+        if any(isinstance(e, ev.SharedMemoryProblem) for e in self.events):
+            return True
+        if any(isinstance(e, ev.HostMemoryProblem) and not e.generic for e in self.events):
             return True
         if any(e.kind == "startup_free_memory" and e.is_error for e in self.events):  # type: ignore[attr-defined]
             return True
@@ -131,6 +142,7 @@ class Attempt:
     ready: ev.Ready | None = None
     origin_phase: dict[str, str] = field(default_factory=dict)
     repeats: int = 1
+    config_sources: set[str] = field(default_factory=set)  # a source seen twice means a restart
 
     def add(self, event: ev.Event) -> None:
         if len(self.events) < MAX_EVENTS_PER_ATTEMPT:
@@ -147,7 +159,8 @@ class Attempt:
         kinds that kill a running server (a dead engine, the port taken, the OOM killer).
         """
         if self.ready is not None:
-            live = [s for s in self.signals if s.after_ready and not s.shutdown and _fatal_after_ready(s)]
+            live = [s for s in self.signals
+                    if not s.shutdown and ((s.after_ready and _fatal_after_ready(s)) or _fatal_anywhere(s))]
         else:
             live = [s for s in self.signals if not s.shutdown]
         roots = [s for s in live if s.root]
@@ -168,10 +181,24 @@ class Attempt:
         return {e.kind for e in self.events}
 
 
+def _fatal_anywhere(signal: Signal) -> bool:
+    """A kill reported out of order (an orchestrator's note pasted above the log) still ends the run."""
+    return any(isinstance(e, ev.HostMemoryProblem) and not e.generic for e in signal.events)
+
+
 def _fatal_after_ready(signal: Signal) -> bool:
     """After readiness most errors are per-request and survived; these are not."""
-    return any(e.kind in ("process_died", "cpu_alloc_failed") or getattr(e, "fatal_after_ready", False)
-               for e in signal.events)
+    return any(e.kind in FATAL_AFTER_READY for e in signal.events) or _script_crash(signal)
+
+
+def _script_crash(signal: Signal) -> bool:
+    """A traceback that starts in a user's own script (`<module>` outside any package): that
+    program ended, whatever vLLM did before it."""
+    if signal.chain is None or not signal.chain.tracebacks or not signal.chain.tracebacks[0].frames:
+        return False
+    outer = signal.chain.tracebacks[0].frames[0]
+    return outer.func == "<module>" and "site-packages" not in outer.file and "/vllm/" not in outer.file \
+        and "dist-packages" not in outer.file
 
 
 class Timeline:
@@ -210,12 +237,31 @@ class Timeline:
         if error_events:
             self._signal(line, error_events, chain, attempt)
 
+    def finish(self) -> None:
+        """At the end of the log: a traceback still open is a failure the log was cut inside."""
+        attempt = self.current
+        if not attempt.chains:
+            return
+        chain = attempt.chains[-1]
+        tb = chain.tracebacks[-1] if chain.tracebacks else None
+        if tb is None or tb.exception is not None or not tb.frames:
+            return
+        if attempt.signals and attempt.signals[-1].line > tb.frames[-1].line:
+            return
+        attempt.signals.append(Signal(
+            line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
+            chain=chain, origin_phase=attempt.origin_phase.get(chain.origin), after_ready=attempt.ready is not None,
+            cut=True,
+        ))
+
     def _maybe_new_attempt(self, line: Line, events: list[ev.Event]) -> None:
         attempt = self.current
-        starts = any(isinstance(e, ev.EngineConfig) and (e.version or e.settings) for e in events)
-        if starts and (attempt.fatal is not None or attempt.ready is not None):
+        sources = {e.source for e in events if isinstance(e, ev.EngineConfig) and (e.version or e.settings)}
+        repeated = sources & attempt.config_sources
+        if repeated and (attempt.fatal is not None or attempt.ready is not None):
             self.attempts.append(Attempt(index=attempt.index + 1, first_line=line.no))
             self._open.clear()
+        self.current.config_sources |= sources
 
     def _track_traceback(self, event: ev.Event, line: Line) -> Chain | None:
         origin = line.origin
@@ -305,6 +351,10 @@ def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
         return True
     if _no_kv_cache(event):
         return True
+    if isinstance(event, ev.SharedMemoryProblem):
+        return event.problem != "small /dev/shm"
+    if isinstance(event, ev.HostMemoryProblem):
+        return True  # Ray's "a worker died" is a wrapper-like signal; the others are roots
     if isinstance(event, (ev.StartupFreeMemory, ev.SwapSpace)):
         return event.is_error
     if isinstance(event, ev.ExceptionRaised):
