@@ -16,7 +16,12 @@ from . import __version__
 from .errors import RulePackError, TriageError, UsageError
 
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
-SUBCOMMANDS = ("rules", "schema")
+# Subcommands live in their own modules, imported only when used: "name": "module:function".
+# Each function takes (argv, stdin, stdout, stderr) and returns an exit code.
+SUBCOMMANDS: dict[str, str] = {
+    "rules": "triage.rules_cli:rules_command",
+    "schema": "triage.cli:schema_command",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,15 +31,35 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class _FormatAction(argparse.Action):
+    """`-f json -o a.json -f markdown -o a.md -f terminal`: each --output binds to the --format before it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = list(getattr(namespace, self.dest) or [])
+        pairs.append([values, None])
+        setattr(namespace, self.dest, pairs)
+
+
+class _OutputAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = list(getattr(namespace, self.dest) or [])
+        if not pairs or pairs[-1][1] is not None:
+            pairs.append([None, values])  # format decided later (the default)
+        else:
+            pairs[-1][1] = values
+        setattr(namespace, self.dest, pairs)
+
+
 def _triage_parser() -> argparse.ArgumentParser:
     from .render import FORMATS
 
     p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
                 epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`.")
     p.add_argument("paths", nargs="+", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
-    p.add_argument("-f", "--format", choices=FORMATS, default=None,
-                   help="report format (default: terminal on a TTY, else markdown)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("-f", "--format", choices=FORMATS, action=_FormatAction, dest="outputs", default=[],
+                   help="report format (default: terminal on a TTY, else markdown); repeat for several reports")
+    p.add_argument("-o", "--output", metavar="FILE", action=_OutputAction, dest="outputs",
+                   help="write the report of the preceding --format to FILE instead of stdout")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
                    help="add a rule pack (or a folder of them) to the built-in ones")
     p.add_argument("--width", type=int, default=None, help="terminal report width")
@@ -56,7 +81,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
     show_traceback = "--traceback" in argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            return _subcommand(argv, stdout)
+            return _subcommand(argv, stdin, stdout, stderr)
         return _triage(argv, stdin, stdout)
     except TriageError as exc:
         if show_traceback:
@@ -86,17 +111,16 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     from .pipeline import Options, load_rules, run
     from .read import open_source
-    from .redact import redact_text
-    from .render import render
 
     args = _triage_parser().parse_args(argv)
-    is_tty = hasattr(stdout, "isatty") and stdout.isatty() and not args.output
-    fmt = args.format or ("terminal" if is_tty else "markdown")
-    color = args.color == "always" or (args.color == "auto" and is_tty and not os.environ.get("NO_COLOR"))
-    width = args.width or (_terminal_width() if is_tty else 100)
+    is_tty = hasattr(stdout, "isatty") and stdout.isatty()
+    targets = [(fmt or ("terminal" if is_tty and not out else "markdown"), out) for fmt, out in args.outputs]
+    targets = targets or [("terminal" if is_tty else "markdown", None)]
+    if sum(1 for _, out in targets if out is None) > 1:
+        raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     rules = load_rules(args.rules)
-    chunks, worst = [], EXIT_OK
+    reports, worst = [], EXIT_OK
     for path in args.paths:
         stream, name = open_source(path, stdin)
         try:
@@ -104,20 +128,39 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         finally:
             if path != "-":
                 stream.close()
-        text = render(report, fmt, width=width, color=color)
-        chunks.append(redact_text(text) if options.redact else text)
+        reports.append(report)
         failed = report.outcome == "failed" or bool(report.diagnoses)
         worst = max(worst, EXIT_FAILURE_FOUND if failed else EXIT_OK)
-    out = _join(chunks, fmt)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(out)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    else:
-        stdout.write(out)
+    for fmt, out in targets:
+        to_tty = out is None and is_tty
+        color = args.color == "always" or (args.color == "auto" and to_tty and not os.environ.get("NO_COLOR"))
+        width = args.width or (_terminal_width() if to_tty else 100)
+        text = render_all(reports, fmt, options.redact, width=width, color=color)
+        _write(text, out, stdout)
     return worst
+
+
+def render_all(reports: list, fmt: str, redact: bool, **render_options) -> str:
+    """Render each report in one format; the last guard of redaction runs on the final text."""
+    from .redact import redact_text
+    from .render import render
+
+    chunks = []
+    for report in reports:
+        text = render(report, fmt, **render_options)
+        chunks.append(redact_text(text) if redact and fmt != "json" else text)
+    return _join(chunks, fmt)
+
+
+def _write(text: str, out: str | None, stdout: IO[str]) -> None:
+    if out is None:
+        stdout.write(text)
+        return
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def _join(chunks: list[str], fmt: str) -> str:
@@ -135,17 +178,21 @@ def _terminal_width() -> int:
         return 100
 
 
-def _subcommand(argv: list[str], stdout: IO[str]) -> int:
-    if argv[0] == "schema":
-        import json
+def _subcommand(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
+    import importlib
 
-        from .report import json_schema
+    module, func = SUBCOMMANDS[argv[0]].split(":")
+    return getattr(importlib.import_module(module), func)(argv[1:], stdin, stdout, stderr)
 
-        stdout.write(json.dumps(json_schema(), indent=2) + "\n")
-        return EXIT_OK
-    from .rules_cli import rules_command
 
-    return rules_command(argv[1:], stdout)
+def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
+    """`vllm-triage schema`: the JSON Schema of the report (a published contract)."""
+    import json
+
+    from .report import json_schema
+
+    stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    return EXIT_OK
 
 
 def entry() -> None:

@@ -16,7 +16,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def rules_command(argv: list[str], stdout: IO[str]) -> int:
+def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     p = _Parser(prog="vllm-triage rules")
     p.add_argument("action", choices=("check", "test", "list"))
     p.add_argument("packs", nargs="*", help="extra rule packs or folders (the built-in ones are always included)")

@@ -106,6 +106,11 @@ class Signal:
         return "exception" in kinds and "process_died" not in kinds
 
     @property
+    def implied(self) -> bool:
+        """Only figures that imply a failure (no KV cache left), or a traceback the log cut off."""
+        return self.cut or all(_no_kv_cache(e) for e in self.events)
+
+    @property
     def shutdown(self) -> bool:
         exc = self.exception
         return exc is not None and exc.type.endswith(SHUTDOWN_TYPES)
@@ -164,6 +169,9 @@ class Attempt:
         else:
             live = [s for s in self.signals if not s.shutdown]
         roots = [s for s in live if s.root]
+        stated = [s for s in roots if not s.implied]  # an error printed beats figures that imply one
+        if stated:
+            return stated[0]
         if roots:
             return roots[0]
         return live[0] if live else None
