@@ -21,6 +21,7 @@ EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS: dict[str, str] = {
     "rules": "triage.rules_cli:rules_command",
     "schema": "triage.cli:schema_command",
+    "serve": "triage.serve:serve_command",
 }
 
 
@@ -137,18 +138,20 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         width = args.width or (_terminal_width() if to_tty else 100)
         text = render_all(reports, fmt, options.redact, width=width, color=color)
         _write(text, out, stdout)
+    if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
+        _append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], render_all(reports, "markdown", options.redact))
     return worst
 
 
 def render_all(reports: list, fmt: str, redact: bool, **render_options) -> str:
     """Render each report in one format; the last guard of redaction runs on the final text."""
     from .redact import redact_text
-    from .render import render
+    from .render import STRUCTURED, render
 
     chunks = []
     for report in reports:
         text = render(report, fmt, **render_options)
-        chunks.append(redact_text(text) if redact and fmt != "json" else text)
+        chunks.append(redact_text(text) if redact and fmt not in STRUCTURED else text)
     return _join(chunks, fmt)
 
 
@@ -168,7 +171,18 @@ def _join(chunks: list[str], fmt: str) -> str:
         import json
 
         return "".join(json.dumps(json.loads(c), ensure_ascii=False) + "\n" for c in chunks)
-    return "\n".join(chunks)
+    from .render import join
+
+    return join(chunks, fmt)
+
+
+def _append_step_summary(path: str, markdown: str) -> None:
+    """GitHub Actions shows what a step appends to $GITHUB_STEP_SUMMARY on the run's page."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(markdown + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}") from None
 
 
 def _terminal_width() -> int:

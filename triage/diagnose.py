@@ -166,8 +166,7 @@ def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Dia
         ctx[name] = value
         if value is not None:
             figures[name] = value
-    sentences = [s for t, when in rule.explanation
-                 if (when is None or _truthy(when.evaluate(ctx, trace))) and (s := t.render(ctx, trace))]
+    sentences = [s for alternatives in rule.explanation if (s := _first_sentence(alternatives, ctx, trace))]
     remedies = [r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None]
     rank = _number(rule.rank.evaluate(ctx, trace), 0.0)
     confidence = max(0.0, min(1.0, _number(rule.confidence.evaluate(ctx, trace), 0.5)))
@@ -175,6 +174,17 @@ def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Dia
                           explanation=" ".join(sentences), remedies=remedies, rule=rule.id,
                           figures={k: v for k, v in figures.items() if isinstance(v, (int, float, str, bool))})
     return rank, diagnosis
+
+
+def _first_sentence(alternatives, ctx: dict[str, Any], trace: Trace) -> str | None:
+    """The first alternative whose condition holds and whose figures are all in the log."""
+    for template, when in alternatives:
+        if when is not None and not _truthy(when.evaluate(ctx, trace)):
+            continue
+        text = template.render(ctx, trace)
+        if text:
+            return text
+    return None
 
 
 def _remedy(spec, ctx: dict[str, Any], trace: Trace) -> Remedy | None:

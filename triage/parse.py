@@ -35,6 +35,10 @@ START_RULES = (
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
 _WS = re.compile(r"\s+")
+# Python source quoted under a traceback frame: indented, and a statement, an assignment or a call.
+_SOURCE_CODE = re.compile(
+    r"\s{4,}(?:(?:raise|assert|return|yield|if|elif|while|for|with|await|del|logger\.\w+|print)\b"
+    r"|[\w.\[\]]+\s*[-+*/|]?=(?!=)|[\w.]+\(|[frb]?[\"'])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
 MAX_ANCHORS_PER_RULE = 3
@@ -178,6 +182,8 @@ def parse_line(line: Line) -> list[ev.Event]:
 
 def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
+    if _SOURCE_CODE.match(line.text):
+        return [], False  # a traceback quoting source (`raise ValueError("No available memory ...`) states nothing
     text = normalise(line.text)
     if not text:
         return [], False

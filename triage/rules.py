@@ -118,7 +118,7 @@ class RuleSpec(_Model):
     rank: Any = 50
     confidence: Any = 0.8
     figures: dict[str, Any] = Field(default_factory=dict)
-    explanation: str | list[str | SentenceSpec] = ""
+    explanation: str | list[str | SentenceSpec | list[str | SentenceSpec]] = ""
     remedies: list[RemedySpec] = Field(default_factory=list)
     fallback: bool = False  # speaks only when no other rule explained the attempt
     fires_on: list[str] = Field(default_factory=list)
@@ -165,7 +165,7 @@ class Rule(BaseModel):
     rank: Expr
     confidence: Expr
     figures: dict[str, Expr]
-    explanation: list[tuple[Template, Expr | None]]
+    explanation: list[list[tuple[Template, Expr | None]]]  # sentences, each a list of alternatives
     remedies: list[Remedy]
     fallback: bool
     fires_on: list[str]
@@ -305,7 +305,8 @@ def _compile_parts(spec: RuleSpec, where: str, problems: list[str]) -> dict[str,
         "rank": expr("rank", spec.rank) or compile_expr("0"),
         "confidence": expr("confidence", spec.confidence) or compile_expr("0"),
         "figures": figures,
-        "explanation": [_sentence(i, s, tmpl, expr) for i, s in enumerate(explanation) if s],
+        "explanation": [[_sentence(i, alt, tmpl, expr) for alt in (s if isinstance(s, list) else [s])]
+                        for i, s in enumerate(explanation) if s],
         "remedies": remedies,
     }
 

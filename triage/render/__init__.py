@@ -8,19 +8,33 @@ from ..errors import UsageError
 from ..report import Report
 
 Renderer = Callable[..., str]
+Joiner = Callable[[list[str]], str]
 
 
 def _registry() -> dict[str, Renderer]:
-    from . import json_format, markdown, terminal
+    from . import github, json_format, junit, markdown, slack, terminal
 
     return {
         "terminal": terminal.render,
         "json": json_format.render,
         "markdown": markdown.render,
+        "github": github.render,
+        "junit": junit.render,
+        "slack": slack.render,
     }
 
 
-FORMATS = ("terminal", "json", "markdown")
+def _joiners() -> dict[str, Joiner]:
+    """How the reports of several logs become one output (the default: a blank line between)."""
+    from . import junit, slack
+
+    return {"github": "".join, "junit": junit.join, "slack": slack.join}
+
+
+FORMATS = ("terminal", "json", "markdown", "github", "junit", "slack")
+# Formats whose text is a syntax (JSON, XML): the pipeline already redacted every string of the
+# report, and a regex pass over the encoded text could cut through a quote and break the syntax.
+STRUCTURED = frozenset({"json", "junit", "slack"})
 
 
 def get(name: str) -> Renderer:
@@ -32,3 +46,8 @@ def get(name: str) -> Renderer:
 
 def render(report: Report, fmt: str, **options) -> str:
     return get(fmt)(report, **options)
+
+
+def join(chunks: list[str], fmt: str) -> str:
+    """Join the rendered reports of several logs into one document of that format."""
+    return _joiners().get(fmt, "\n".join)(chunks)

@@ -1,0 +1,87 @@
+"""GitHub Actions workflow commands: a few aggregated annotations, never one per line of evidence.
+
+A failed report gives one `::error` (the top cause, with its remedy flags) and at most one
+`::warning` naming the other causes; a healthy report one `::notice`; an incomplete log one
+`::warning`. GitHub caps annotations per step, so this stays at two lines per log. The Markdown
+job summary (GITHUB_STEP_SUMMARY) is written by the CLI: a renderer only returns text.
+"""
+
+from __future__ import annotations
+
+from ..report import Diagnosis, Report
+from .common import command_line, headline
+
+MESSAGE_CHARS = 1500  # an annotation is a glance; the job summary holds the full report
+NO_FILE_NAMES = ("<stdin>", "-", "")
+
+
+def escape_data(text: str) -> str:
+    """A message, per GitHub's rules (actions/toolkit `escapeData`)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value (title, file): `:` and `,` would end it early (toolkit `escapeProperty`)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(kind: str, message: str, **properties: object) -> str:
+    """`::kind k=v,k=v::message`, properties in the given order, empty ones left out."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items() if v not in (None, ""))
+    return f"::{kind}{' ' + props if props else ''}::{escape_data(message)}\n"
+
+
+def render(report: Report, **_: object) -> str:
+    if report.diagnoses:
+        return _diagnosed(report)
+    if report.outcome == "failed":
+        return _undiagnosed(report)
+    kind = "notice" if report.outcome == "healthy" else "warning"
+    return command(kind, headline(report), title=f"vllm-triage: {report.outcome}")
+
+
+def _location(report: Report) -> dict[str, object]:
+    file = report.input.name if report.input.name not in NO_FILE_NAMES else None
+    line = report.failure.line if report.failure and file else None
+    return {"file": file, "line": line}
+
+
+def _diagnosed(report: Report) -> str:
+    top, others = report.diagnoses[0], report.diagnoses[1:]
+    out = command("error", _summary(report, top), **_location(report), title=top.title)
+    if others:
+        listed = "; ".join(f"{d.id}: {d.title} (confidence {d.confidence:.2f})" for d in others)
+        noun = "cause" if len(others) == 1 else "causes"
+        out += command("warning", f"{report.input.name}: also possible: {listed}",
+                       title=f"vllm-triage: {len(others)} other possible {noun}")
+    return out
+
+
+def _undiagnosed(report: Report) -> str:
+    failure = report.failure
+    phase = f" during {failure.phase.replace('_', ' ')}" if failure and failure.phase else ""
+    message = _clip(f"{headline(report)}. No known cause matched: {failure.message}" if failure else headline(report))
+    return command("error", message, **_location(report), title=f"vLLM failed to start{phase} (unknown cause)")
+
+
+def _summary(report: Report, diagnosis: Diagnosis) -> str:
+    """One line: where it failed, why, then the top remedy's flags and the alternatives' flags.
+
+    Only the explanation is shortened to fit, so the flags always survive."""
+    head = _clip(f"{headline(report)}. [{diagnosis.id}, confidence {diagnosis.confidence:.2f}]", MESSAGE_CHARS // 4)
+    commands = [(command_line(r), r.text) for r in diagnosis.remedies if command_line(r)]
+    fixes = []
+    if commands:
+        cmd, why = commands[0]
+        fixes.append(f"Fix: {cmd}" + (f" — {why}." if why else "."))
+    if len(commands) > 1:
+        fixes.append("Alternatives: " + "; ".join(cmd for cmd, _ in commands[1:]))
+    tail = _clip(" ".join(fixes), MESSAGE_CHARS // 2)
+    budget = MESSAGE_CHARS - len(head) - len(tail) - 2
+    why = _clip(diagnosis.explanation, budget) if diagnosis.explanation and budget > 20 else ""
+    return " ".join(x for x in (head, why, tail) if x)
+
+
+def _clip(text: str, n: int = MESSAGE_CHARS) -> str:
+    text = " ".join(text.split())  # an annotation reads as one line
+    return text if len(text) <= n else text[: n - 1] + "…"
