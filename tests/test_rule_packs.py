@@ -119,3 +119,38 @@ def test_oversized_pack_refused(tmp_path):
 
 def test_builtin_pack_paths_exist():
     assert builtin_pack_paths(), "no built-in rule packs found"
+
+
+def test_every_builtin_rule_has_a_firing_log_and_a_near_miss():
+    missing = [r.id for r in load_rules() if not r.fallback and (not r.fires_on or not r.quiet_on)]
+    assert not missing, f"rules without fires_on/quiet_on: {missing}"
+
+
+def test_rules_fire_on_their_logs_and_stay_quiet_on_their_near_misses():
+    import io
+
+    from triage.rules_cli import rules_command
+
+    out = io.StringIO()
+    code = rules_command(["test", "--root", str(ROOT)], None, out)
+    assert code == 0, out.getvalue()
+
+
+def test_every_taxonomy_cause_has_a_rule_a_firing_fixture_and_a_near_miss():
+    from conftest import FIXTURES, fixture_cases
+
+    rule_causes = {r.cause for r in load_rules()}
+    by_dir: dict[str, list[dict]] = {}
+    for path, expect in fixture_cases():
+        by_dir.setdefault(path.parent.name, []).append(expect)
+    problems = []
+    for cause in load_taxonomy():
+        if cause not in rule_causes:
+            problems.append(f"{cause}: no rule")
+        cases = by_dir.get(cause, [])
+        if not any((e.get("expect") or [None])[0] == cause for e in cases):
+            problems.append(f"{cause}: no fixture in fixtures/logs/{cause}/ that expects it first")
+        if not any((e.get("expect") or [None])[0] != cause for e in cases):
+            problems.append(f"{cause}: no near-miss fixture in fixtures/logs/{cause}/")
+    assert FIXTURES.exists()
+    assert not problems, "\n".join(problems)

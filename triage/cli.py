@@ -21,6 +21,7 @@ EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS: dict[str, str] = {
     "rules": "triage.rules_cli:rules_command",
     "schema": "triage.cli:schema_command",
+    "run": "triage.live:run_command",
     "serve": "triage.serve:serve_command",
 }
 
@@ -56,7 +57,10 @@ def _triage_parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
                 epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`.")
-    p.add_argument("paths", nargs="+", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
+    p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
+    p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
+                   "server is ready, fails, or --timeout passes")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long")
     p.add_argument("-f", "--format", choices=FORMATS, action=_FormatAction, dest="outputs", default=[],
                    help="report format (default: terminal on a TTY, else markdown); repeat for several reports")
     p.add_argument("-o", "--output", metavar="FILE", action=_OutputAction, dest="outputs",
@@ -114,6 +118,12 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     from .read import open_source
 
     args = _triage_parser().parse_args(argv)
+    if args.follow is not None or args.timeout is not None:
+        from .live import follow_command
+
+        return follow_command(args, stdout)
+    if not args.paths:
+        raise UsageError("the following arguments are required: LOG")
     is_tty = hasattr(stdout, "isatty") and stdout.isatty()
     targets = [(fmt or ("terminal" if is_tty and not out else "markdown"), out) for fmt, out in args.outputs]
     targets = targets or [("terminal" if is_tty else "markdown", None)]

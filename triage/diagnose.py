@@ -51,7 +51,8 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         return None
     exc = signal.exception
     chain_frames = signal.chain.frames if signal.chain else []
-    died = next((e for e in signal.events if isinstance(e, ev.ProcessDied)), None)
+    deaths = [e for e in signal.events if isinstance(e, ev.ProcessDied)]
+    died = next((e for e in deaths if e.exit_code is not None), deaths[0] if deaths else None)
     return FailureView(
         line=signal.line, origin=signal.origin, phase=signal.phase, type=exc.type if exc else None,
         message=(exc.message if exc else _describe(signal))[:2000],
@@ -73,6 +74,8 @@ def _describe(signal: Signal) -> str:
     for e in signal.events:
         if isinstance(e, ev.ProcessDied):
             return f"{e.wrapper} {e.name or ''}".strip()
+        if isinstance(e, ev.SignalKilled):
+            return e.signal
     return signal.events[0].kind if signal.events else ""
 
 

@@ -40,9 +40,9 @@ class Line:
 # Each peeler: (compiled pattern anchored at the start, what to take from it).
 _TIMESTAMP_PEELERS = [
     # GitHub Actions / Kubernetes / RFC 3339, optionally bracketed: 2026-02-24T20:21:58.1234567Z
-    re.compile(r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+"),
+    re.compile(r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]"),
     # [2023-10-30 14:14:35] or [2023-10-30 14:14:35,123]
-    re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]\s*"),
+    re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\][ \t]?"),
     # journald short format: Nov 29 10:11:40 host unit[123]:
     re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@.\-/]+(?:\[\d+\])?: "),
     # Slurm `tail` headers are dropped whole elsewhere; srun task prefix: "0: "

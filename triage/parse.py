@@ -30,11 +30,12 @@ START_RULES = (
     "traceback", "frame", "chain", "exception", "wrapper", "address_in_use", "hub_http", "hub_gated",
     "hub_missing", "architecture", "not_divisible", "not_enough_gpus", "bf16_capability", "cc_below",
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
-    "usage_error",
+    "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
 _WS = re.compile(r"\s+")
+_RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method)\(")
 # Python source quoted under a traceback frame: indented, and a statement, an assignment or a call.
 _SOURCE_CODE = re.compile(
     r"\s{4,}(?:(?:raise|assert|return|yield|if|elif|while|for|with|await|del|logger\.\w+|print)\b"
@@ -98,7 +99,12 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "NCCL_HEAD": ("NCCL error",),
     "NCCL_CODE": ("nccl",),
     "KILLED_LINE": ("Killed",),
-    "USAGE_HEAD": (": error: ",),  # an OOM clause that can open a line only inside a wrapped OOM text
+    "USAGE_HEAD": (": error: ",),
+    "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
+    "EXIT_STATUS": ("exited with code 13", "Exit Code: 13", "OOMKilled"),
+    "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
+    "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
+                  "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
 
 
@@ -182,7 +188,7 @@ def parse_line(line: Line) -> list[ev.Event]:
 
 def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
-    if _SOURCE_CODE.match(line.text):
+    if _SOURCE_CODE.match(line.text) and not _RPC.search(line.text):
         return [], False  # a traceback quoting source (`raise ValueError("No available memory ...`) states nothing
     text = normalise(line.text)
     if not text:
@@ -544,6 +550,10 @@ class ToEvents(Transformer):
         func = next((str(r) for r in rest if r.type == "FUNC"), "")
         return {"kind": "frame", "file": str(path)[6:-1], "lineno": _int(lineno), "func": func}
 
+    def rpc_call(self, tok, tail=None):
+        method = re.search(r"[\"'](\w+)[\"']", str(tok))
+        return {"kind": "frame", "file": "<rpc>", "lineno": None, "func": method.group(1) if method else ""}
+
     def chain(self, text):
         return {"kind": "chain", "cause": "direct cause" in text}
 
@@ -590,10 +600,15 @@ class ToEvents(Transformer):
         return {"kind": "hub_auth_error", "status": int(str(status)), "repo": _hf_repo(text)}
 
     def hub_gated(self, head, tail=None):
-        return {"kind": "hub_auth_error", "gated": True, "repo": _hf_repo(str(tail or ""))}
+        text = str(head)
+        if text == "Invalid credentials in Authorization header":
+            return {"kind": "hub_auth_error", "status": 401, "repo": _hf_repo(str(tail or ""))}
+        return {"kind": "hub_auth_error", "gated": True, "repo": _hf_repo(text + " " + str(tail or ""))}
 
-    def hub_missing(self, tail=None):
-        return {"kind": "repo_not_found", "repo": _hf_repo(str(tail or ""))}
+    def hub_missing(self, head, tail=None):
+        rest = str(tail or "")
+        quoted = re.search(r"'([\w.\-]+/[\w.\-]+)'", rest)
+        return {"kind": "repo_not_found", "repo": _hf_repo(rest) or (quoted.group(1) if quoted else None)}
 
     def architecture(self, names, verb, tail=None):
         archs = tuple(re.findall(r"'([^']+)'", str(names)))
@@ -601,6 +616,18 @@ class ToEvents(Transformer):
         listed = "upported architectures" in rest and any(f"'{a}'" in rest for a in archs)
         return {"kind": "architecture_unsupported", "architectures": archs, "listed": listed,
                 "inspect_failed": "inspected" in str(verb)}
+
+    def arch_no_impl(self, head, tail=None):
+        name = re.match(r"(?:Cannot find model module\. )?'?([\w.]+)", str(head))
+        return {"kind": "architecture_unsupported", "architectures": (name.group(1),) if name else ()}
+
+    def world_size(self, world, gpus, tail=None):
+        return {"kind": "not_enough_gpus", "required": _int(world), "available": _int(gpus),
+                "detail": f"world size {world} is larger than the {gpus} GPUs available in this node"}
+
+    def exit_status(self, tok):
+        text = str(tok)
+        return {"kind": "killed", "signal": "SIGBUS" if "135" in text else "SIGKILL"}
 
     def not_divisible(self, what, total, by, size, tail=None):
         parallel = str(by).split()[0].lower()
@@ -628,8 +655,6 @@ class ToEvents(Transformer):
 
     def driver(self, head, tail=None):
         text = str(head)
-        if text == "undefined symbol:" and "_C" not in str(tail or "") and ".so" not in str(tail or ""):
-            raise ValueError("an undefined symbol outside vLLM's kernels")
         found = re.search(r"found version (\d+)", str(tail or ""))
         return {"kind": "driver_problem", "problem": _DRIVER_PROBLEMS.get(text, text),
                 "found": found.group(1) if found else None}
@@ -684,7 +709,9 @@ _DRIVER_PROBLEMS = {
     "no CUDA-capable device is detected": "no GPU visible",
     "forward compatibility was attempted on non supported HW": "CUDA forward compatibility on unsupported hardware",
     "system has unsupported display driver / cuda driver combination": "driver and CUDA libraries mismatch",
-    "undefined symbol:": "vLLM's compiled kernels do not match the installed torch/CUDA",
+    "_C.abi3.so: undefined symbol": "vLLM's compiled kernels do not match the installed torch/CUDA",
+    "installed an obsolete version of vllm": "vLLM's compiled kernels do not match the installed torch/CUDA",
+    "libcuda.so.1: cannot open shared object file": "no NVIDIA driver (libcuda.so.1 not found)",
 }
 _NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
                "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",

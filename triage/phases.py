@@ -17,7 +17,7 @@ FRAME_PHASES: dict[str, str] = {
     "initialize_model": "loading_weights", "weight_loader": "loading_weights",
     "_load_weights": "loading_weights", "load_weights_and_postprocess": "loading_weights",
     "_prepare_weights": "loading_weights", "_get_weights_iterator": "loading_weights",
-    "init_model": "loading_weights",
+    "init_model": "starting",
     # profiling and warm-up forward passes
     "profile_run": "profiling", "_dummy_run": "profiling", "_dummy_sampler_run": "profiling",
     "_dummy_pooler_run": "profiling", "determine_num_available_blocks": "profiling",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +27,9 @@ class Options:
     redact: bool = True
     extra_rules: list[str] = field(default_factory=list)
     max_bytes: int | None = None
+    # Called after each line that states something has been fed to the timeline, with
+    # (timeline, line, events): live callers (`run --`, `--follow`) watch for the fatal event.
+    on_event: Callable[[Timeline, Line, list[ev.Event]], None] | None = None
 
 
 _RULES_CACHE: dict[tuple, list[Rule]] = {}
@@ -51,6 +54,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         if len(texts) < MAX_EVIDENCE_LINES:
             texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
+        if options.on_event is not None:
+            options.on_event(timeline, line, events)
     timeline.finish()
     report = build_report(timeline, rules, texts, stats)
     if options.redact:

@@ -106,6 +106,11 @@ class Signal:
         return "exception" in kinds and "process_died" not in kinds
 
     @property
+    def weak(self) -> bool:
+        """Logged at WARNING or below outside a traceback: a cause, not yet the failure."""
+        return self.level in ("WARNING", "INFO", "DEBUG") and self.chain is None
+
+    @property
     def implied(self) -> bool:
         """Only figures that imply a failure (no KV cache left), or a traceback the log cut off."""
         return self.cut or all(_no_kv_cache(e) for e in self.events)
@@ -123,6 +128,8 @@ class Signal:
 
     @property
     def phase(self) -> str | None:
+        if self.after_ready:
+            return "ready"
         own = next((p for e in self.events if (p := _implied_phase(e))), None)
         return (self.chain.phase if self.chain else None) or own or self.implied_phase or self.origin_phase
 
@@ -169,9 +176,13 @@ class Attempt:
         else:
             live = [s for s in self.signals if not s.shutdown]
         roots = [s for s in live if s.root]
-        stated = [s for s in roots if not s.implied]  # an error printed beats figures that imply one
+        # An error raised beats one only logged as a warning, which beats figures that imply one.
+        stated = [s for s in roots if not s.implied and not s.weak]
         if stated:
             return stated[0]
+        warned = [s for s in roots if not s.implied]
+        if warned:
+            return warned[0]
         if roots:
             return roots[0]
         return live[0] if live else None
@@ -310,7 +321,8 @@ class Timeline:
     def _signal(self, line: Line, events: list[ev.Event], chain: Chain | None, attempt: Attempt) -> None:
         signal = Signal(
             line=line.no, origin=line.origin, pid=line.pid, level=line.level, events=events, chain=chain,
-            origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase,
+            origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase
+            or ("starting" if attempt.config_sources else None),
             after_ready=attempt.ready is not None,
         )
         own = next((p for e in events if (p := _implied_phase(e))), None)

@@ -44,7 +44,8 @@ def message(report: Report) -> dict:
         blocks += [{"type": "divider"}, _section(_diagnosis(i, d))]
     if len(report.diagnoses) > len(shown):
         rest = ", ".join(f"`{_code(d.id, 80)}`" for d in report.diagnoses[len(shown):])
-        blocks.append(_context_text(f"{len(report.diagnoses) - len(shown)} more possible causes: {rest}"))
+        more = len(report.diagnoses) - len(shown)
+        blocks.append(_context_text(f"{more} more possible {'cause' if more == 1 else 'causes'}: {rest}"))
     return {"blocks": blocks[:MAX_BLOCKS], "text": _fallback(report)}
 
 
