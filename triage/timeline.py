@@ -323,7 +323,7 @@ class Timeline:
             line=line.no, origin=line.origin, pid=line.pid, level=line.level, events=events, chain=chain,
             origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase
             or ("starting" if attempt.config_sources else None),
-            after_ready=attempt.ready is not None,
+            after_ready=attempt.ready is not None, repeats=max(line.repeat, 1),
         )
         own = next((p for e in events if (p := _implied_phase(e))), None)
         if own:  # an error that names its phase also names it for the error just before it
@@ -332,7 +332,7 @@ class Timeline:
                     previous.implied_phase = previous.implied_phase or own
         for previous in reversed(attempt.signals[-8:]):  # the same error printed twice (logged, then raised)
             if previous.key() == signal.key():
-                previous.repeats += 1
+                previous.repeats += signal.repeats
                 if previous.chain is None and chain is not None:
                     previous.chain = chain
                 return
