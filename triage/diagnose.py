@@ -104,7 +104,7 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         "other_causes": [],
     }
     fatal_lines = _fatal_lines(fatal)
-    found: dict[str, tuple[float, Diagnosis]] = {}
+    found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
     for order, rule in enumerate(rules):
         hit = _apply(rule, attempt, base, texts, fatal_lines)
@@ -114,12 +114,36 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         diagnosis.attempt = attempt.index
         if rule.fallback:
             fallbacks.append((rank, diagnosis))
-        elif diagnosis.id not in found or rank > found[diagnosis.id][0]:
-            found[diagnosis.id] = (rank, diagnosis)
-    ranked = sorted(found.values(), key=lambda rd: (-rd[0], -rd[1].confidence))
+        else:
+            found.setdefault(diagnosis.id, []).append((rank, diagnosis))
+    ranked = sorted((_merge(hits) for hits in found.values()), key=lambda rd: (-rd[0], -rd[1].confidence))
     if not ranked and fallbacks:
         ranked = sorted(fallbacks, key=lambda rd: -rd[0])[:1]
     return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
+
+
+def _merge(hits: list[tuple[float, Diagnosis]]) -> tuple[float, Diagnosis]:
+    """Several rules for one cause: the highest-ranked leads; the others add what it lacks."""
+    hits = sorted(hits, key=lambda rd: -rd[0])
+    rank, lead = hits[0]
+    for _, other in hits[1:]:
+        lead.supporting_rules.append(other.rule)
+        if other.explanation and other.explanation not in lead.explanation:
+            lead.explanation = f"{lead.explanation} {other.explanation}".strip()
+        seen = {(r.text, tuple(r.flags.items()), tuple(r.env.items())) for r in lead.remedies}
+        flags_seen = {tuple(r.flags.items()) for r in lead.remedies if r.flags}
+        for r in other.remedies:
+            key = (r.text, tuple(r.flags.items()), tuple(r.env.items()))
+            if key not in seen and (not r.flags or tuple(r.flags.items()) not in flags_seen):
+                lead.remedies.append(r)
+                seen.add(key)
+        lines = {e.line for e in lead.evidence}
+        lead.evidence = sorted(lead.evidence + [e for e in other.evidence if e.line not in lines],
+                               key=lambda e: e.line)[:MAX_EVIDENCE]
+        lead.confidence = max(lead.confidence, other.confidence)
+        for k, v in other.figures.items():
+            lead.figures.setdefault(k, v)
+    return rank, lead
 
 
 def _fatal_lines(fatal: Signal) -> set[int]:

@@ -370,7 +370,8 @@ FILTERS: dict[str, Callable[[Any], str]] = {
     "num": _flag_number,
     "str": str,
     "list": lambda v: ", ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v),
-    "pids": lambda v: ", ".join(f"{p['pid']} ({gib(p['bytes'])})" for p in v),
+    "pids": lambda v: ", ".join(
+        f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
 }
 
 

@@ -129,6 +129,13 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
     elif isinstance(e, ev.SwapSpace):
         put("swap_bytes", e.swap, e)
         put("cpu_total_bytes", e.cpu_total, e)
+    elif isinstance(e, ev.GpuInfo):
+        put("gpu_name", e.name, e)
+        put("gpu_total_bytes", e.total, e)
+        put("gpu_used_bytes", e.used, e)
+    elif isinstance(e, ev.SystemInfo):
+        for key in ("driver_version", "cuda_version", "torch_version", "torch_cuda_version"):
+            put(key, getattr(e, key), e)
 
 
 def _absorb_startup_free(facts: Facts, e: ev.StartupFreeMemory) -> None:
@@ -181,6 +188,29 @@ def _derive(facts: Facts, attempt: Attempt) -> None:
     if "foreign_bytes" not in facts and _saw_oom(attempt):
         facts["foreign_bytes"] = Fact(0, 0)
     _derive_weights_estimate(facts)
+    _derive_gpu_processes(facts, attempt)
+
+
+def _derive_gpu_processes(facts: Facts, attempt: Attempt) -> None:
+    """Processes nvidia-smi/fuser list that are not this vLLM's own (by the PIDs its lines carry)."""
+    listed = [e for e in attempt.events if isinstance(e, ev.GpuProcess)]
+    if not listed:
+        return
+    own = {e.pid for e in attempt.events if e.pid is not None and not isinstance(e, ev.GpuProcess)}
+    others: dict[int, ev.GpuProcess] = {}
+    for p in listed:
+        if p.pid in own:
+            continue
+        if p.pid not in others or (p.bytes or 0) > (others[p.pid].bytes or 0):
+            others[p.pid] = p
+    if not others:
+        return
+    first = min(others.values(), key=lambda p: p.line)
+    rows = [{"pid": p.pid, "name": p.name or "?", "bytes": p.bytes or 0} for p in others.values()]
+    facts["gpu_processes"] = Fact(rows, first.line, first.origin)
+    held = sum(r["bytes"] for r in rows)
+    if held:
+        facts["listed_foreign_bytes"] = Fact(held, first.line, first.origin)
 
 
 _PARAMS = re.compile(r"(?i)(?:^|[-_/.])(?:(\d+)x)?(\d+(?:\.\d+)?)b(?=$|[-_.])")

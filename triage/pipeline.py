@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import events as ev
+from .bundle import BundleReader, maybe_evidence
 from .diagnose import AttemptResult, diagnose_attempt, exported_facts
 from .lines import Line, peel, strip_ansi
 from .parse import parse_line_detail, prefilter
@@ -71,6 +72,7 @@ def _events(raw_lines: Iterable[str]) -> Iterator[tuple[Line, list[ev.Event]]]:
     """
     held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
     joins = 0
+    evidence = BundleReader()
     for no, raw in enumerate(raw_lines, 1):
         if held is not None and held[3] and joins < MAX_JOINS and _continues(raw):
             joined = peel(held[0] + raw, held[1].no)
@@ -86,6 +88,12 @@ def _events(raw_lines: Iterable[str]) -> Iterator[tuple[Line, list[ev.Event]]]:
             events, ran_out = parse_line_detail(line)
             if events or ran_out:
                 held = (raw, line, events, ran_out)
+                continue
+        if maybe_evidence(raw):
+            line = peel(raw, no)
+            found = evidence.read(line)
+            if found:
+                yield line, found
     if held is not None and held[2]:
         yield held[1], held[2]
 

@@ -134,7 +134,7 @@ def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None
     encoding = _sniff_encoding(head, stats)
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     first, pending, skipping = True, "", False
-    while chunk := stream.read(CHUNK_SIZE):
+    while chunk := stream.read1(CHUNK_SIZE):  # read1: a live pipe yields what it has, not 1 MiB later
         if first and encoding == "utf-8" and _looks_binary(chunk):
             raise InputError(f"{stats.name} looks like a binary file, not a text log")
         first = False

@@ -66,6 +66,7 @@ class Diagnosis(_Model):
     evidence: list[Evidence] = Field(default_factory=list)
     remedies: list[Remedy] = Field(default_factory=list)
     rule: str = ""
+    supporting_rules: list[str] = Field(default_factory=list)  # other rules for the same cause, merged in
     figures: dict[str, Any] = Field(default_factory=dict)
     attempt: int = 1
 

@@ -45,7 +45,7 @@ def _test(rules, root: Path, stdout: IO[str]) -> int:
     def fired(path: Path) -> list[str]:
         if path not in cache:
             report = run_path(path, Options())
-            cache[path] = [d.rule for d in report.diagnoses]
+            cache[path] = [r for d in report.diagnoses for r in (d.rule, *d.supporting_rules)]
         return cache[path]
 
     for rule in rules:
