@@ -164,8 +164,8 @@ class KvNeeded(Event):
 
     kind: Literal["kv_needed"] = "kv_needed"
     max_seq_len: int
-    needed: int
-    available: int
+    needed: int | None = None  # None when the line was cut before the figures
+    available: int | None = None
     estimated_max_len: int | None = None
 
 

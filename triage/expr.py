@@ -50,6 +50,9 @@ class Trace:
 class FactView:
     """Read-only access to facts by name; records the line each fact came from."""
 
+    # Facts that shape how a remedy is phrased, not why the failure happened: not evidence.
+    CONTEXT_ONLY = frozenset({"vllm_version", "engine", "block_size"})
+
     def __init__(self, facts: Mapping[str, Any]) -> None:
         self._facts = facts
 
@@ -57,7 +60,8 @@ class FactView:
         fact = self._facts.get(name)
         if fact is None:
             return None
-        trace.saw(getattr(fact, "line", None))
+        if name not in self.CONTEXT_ONLY:
+            trace.saw(getattr(fact, "line", None))
         return fact.value
 
 
@@ -156,6 +160,21 @@ def _divisors(n: Any, limit: Any = None) -> Any:
     return [d for d in range(1, top + 1) if n % d == 0]
 
 
+def _version_tuple(v: Any) -> tuple[int, ...] | None:
+    if not isinstance(v, str):
+        return None
+    m = re.match(r"v?(\d+(?:\.\d+){0,3})", v.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def _version_at_least(v: Any, floor: Any) -> bool | None:
+    """None when the version is unknown, so `not version_at_least(...)` keeps a remedy on."""
+    have, want = _version_tuple(v), _version_tuple(floor)
+    if have is None or want is None:
+        return None
+    return have >= want
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "min": _min,
     "max": _max,
@@ -173,6 +192,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sum": _sum,
     "gib": _none_safe(lambda x: x / GiB),
     "divisors": _divisors,
+    "version_at_least": _version_at_least,
     "last": lambda xs: xs[-1] if isinstance(xs, (list, tuple)) and xs else None,
 }
 
@@ -399,16 +419,24 @@ class Template:
         return "".join(out)
 
 
+_OPEN_LITERAL, _CLOSE_LITERAL = "\x00L", "\x00R"
+
+
 def compile_template(source: object) -> Template:
-    text = str(source)
+    """`{expr|filter}` placeholders; `{{` and `}}` are literal braces (for JSON flag values)."""
+    text = str(source).replace("{{", _OPEN_LITERAL).replace("}}", _CLOSE_LITERAL)
     parts: list = []
     pos = 0
     for m in _PLACEHOLDER.finditer(text):
-        parts.append(text[pos:m.start()])
+        parts.append(_literal(text[pos:m.start()]))
         filt = m.group(2)
         if filt and filt not in FILTERS:
             raise ExpressionError(f"unknown filter |{filt}; must be one of: {', '.join(sorted(FILTERS))}")
         parts.append((compile_expr(m.group(1)), filt))
         pos = m.end()
-    parts.append(text[pos:])
-    return Template(text, tuple(p for p in parts if p != ""))
+    parts.append(_literal(text[pos:]))
+    return Template(str(source), tuple(p for p in parts if p != ""))
+
+
+def _literal(text: str) -> str:
+    return text.replace(_OPEN_LITERAL, "{").replace(_CLOSE_LITERAL, "}")

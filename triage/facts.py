@@ -114,7 +114,7 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
         put("max_model_len", e.max_seq_len, e)
         put("kv_cache_tokens", e.kv_tokens, e)
     elif isinstance(e, ev.KvNeeded):
-        put("max_model_len", e.max_seq_len, e)
+        put("max_model_len", e.max_seq_len, e)  # the failing request's length is the configured one
         put("kv_cache_bytes", e.available, e)
         put("kv_needed_bytes", e.needed, e)
     elif isinstance(e, ev.GraphCaptureDone):

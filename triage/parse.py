@@ -23,7 +23,7 @@ from .units import parse_size
 # Start rules, one per message family; the Transformer turns each into events.
 START_RULES = (
     "oom", "cuda_error_oom", "cpu_alloc", "budget", "profile_split", "profile_results",
-    "profile_time", "kv_memory", "kv_tokens", "max_concurrency", "blocks", "weights_v0",
+    "profile_time", "kv_memory", "kv_tokens", "max_concurrency", "blocks", "weights_v0", "kv_needed",
     "weights_v1", "startup_free", "profiling_error", "kv_error", "no_cache", "graph_start",
     "graph_done", "sampler_oom", "load_oom", "encoder_budget", "profile_start",
     "weights_start", "swap", "ready", "banner", "server_version", "logo_version", "arg_dump",
@@ -258,10 +258,10 @@ def _error_pos(exc: LarkError, text: str) -> int:
 def _clause_boundary(text: str, pos: int) -> str | None:
     """The text up to the last sentence/clause end before the failure position."""
     pos = pos if 0 < pos <= len(text) else len(text)
-    for sep in (". ", "; ", ", "):
+    for sep, keep in ((". ", 1), ("; ", 0), (", ", 0)):  # a sentence keeps its period, a clause drops its comma
         i = text.rfind(sep, 0, pos)
         if i > 0:
-            return text[: i + 1]
+            return text[: i + keep]
     return None
 
 
@@ -476,17 +476,19 @@ class ToEvents(Transformer):
         return parse_size(tok) if tok.type == "SIZE" else _int(tok)
 
     # --- KV errors ---
-    def kv_error(self, n, tail):
-        tail["max_seq_len"] = _int(n)
-        return tail
+    def kv_error(self, n, m, tail=None):
+        return {"kind": "kv_too_small", "max_seq_len": _int(n), "kv_tokens": _int(m)}
 
-    def kv_too_small(self, m, tail=None):
-        return {"kind": "kv_too_small", "kv_tokens": _int(m)}
+    def kv_needed(self, _word, n, *rest):
+        fields = {"kind": "kv_needed", "max_seq_len": _int(n)}
+        figures = next((r for r in rest if isinstance(r, dict)), None)
+        if figures:
+            fields.update(figures)
+        return fields
 
-    def kv_needed(self, needed, available, *rest):
-        est = next((r for r in rest if isinstance(r, int)), None)
-        return {"kind": "kv_needed", "needed": parse_size(needed), "available": parse_size(available),
-                "estimated_max_len": est}
+    def kv_needed_figures(self, needed, available, est=None):
+        return {"needed": parse_size(needed), "available": parse_size(available),
+                "estimated_max_len": est if isinstance(est, int) else None}
 
     def kv_estimate(self, n=None):
         return _int(n) if n is not None else None

@@ -37,6 +37,7 @@ FRAME_PHASES: dict[str, str] = {
     "capture_model": "cuda_graph_capture", "capture": "cuda_graph_capture", "capture_end": "cuda_graph_capture",
     "_capture_cudagraphs": "cuda_graph_capture", "capture_graph": "cuda_graph_capture",
     "_warm_up_model": "cuda_graph_capture", "capture_graphs": "cuda_graph_capture",
+    "warm_up_model": "cuda_graph_capture",  # V0: the worker's warm-up is the graph capture
     # process and device start-up
     "init_device": "starting", "init_worker_distributed_environment": "starting",
     "_check_if_gpu_supports_dtype": "starting", "init_distributed_environment": "starting",

@@ -14,6 +14,7 @@ import io
 import os
 import stat
 import sys
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -83,7 +84,7 @@ class _CappedGzip(io.RawIOBase):
     def readinto(self, buffer) -> int:  # type: ignore[override]
         try:
             data = self._gz.read(len(buffer))
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"damaged gzip input: {exc}") from None
         self._out += len(data)
         if self._out > self._limit:
@@ -134,7 +135,9 @@ def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None
     encoding = _sniff_encoding(head, stats)
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     first, pending, skipping = True, "", False
-    while chunk := stream.read1(CHUNK_SIZE):  # read1: a live pipe yields what it has, not 1 MiB later
+    # The first read waits for enough bytes to tell text from binary; after that read1, so
+    # a live pipe yields what it has instead of waiting for a full chunk.
+    while chunk := (stream.read(BINARY_SNIFF_BYTES) if first else stream.read1(CHUNK_SIZE)):
         if first and encoding == "utf-8" and _looks_binary(chunk):
             raise InputError(f"{stats.name} looks like a binary file, not a text log")
         first = False

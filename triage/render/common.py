@@ -30,6 +30,9 @@ def headline(report: Report) -> str:
         state = f"FAILED{where} (line {report.failure.line}{', ' + report.failure.origin if report.failure.origin else ''})"
     elif report.outcome == "healthy":
         state = "healthy: the server reached ready, nothing fatal found"
+    elif report.failure:
+        where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure.phase else ""
+        state = f"INCOMPLETE: the log ends inside a traceback{where} (line {report.failure.line})"
     else:
         state = "incomplete: the log stops before the server was ready or failed"
     return " · ".join(x for x in (report.input.name, who, state) if x)
