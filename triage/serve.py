@@ -6,8 +6,6 @@ bytes against the limit, parsed in a worker thread under a concurrency bound and
 bound, and every answer is redacted. The access log names method, path and status only.
 """
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import hmac
@@ -19,6 +17,7 @@ import os
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -252,6 +251,7 @@ class _Service:
         self.config = config
         self.rules = load_rules(config.extra_rules)
         self.slots = threading.BoundedSemaphore(config.max_concurrency)
+        _analyse(b"INFO warm-up\n", "warm-up", "json", self.rules, 1 << 20, threading.Event())  # build the grammar now
 
     def authorize(self, credentials) -> None:
         if self.config.token is None:
@@ -280,16 +280,22 @@ class _Service:
         return _Job(self.slots)
 
     async def read_body(self, request) -> bytes:
+        from starlette.requests import ClientDisconnect
+
         buf = bytearray()
-        async for chunk in request.stream():
-            if len(buf) + len(chunk) > self.config.max_bytes:
-                raise self.too_large()
-            buf += chunk
+        try:
+            async for chunk in request.stream():
+                if len(buf) + len(chunk) > self.config.max_bytes:
+                    raise self.too_large()
+                buf += chunk
+        except ClientDisconnect:
+            raise ApiError(400, "the client went away before the body was complete") from None
         return bytes(buf)
 
     async def read_multipart(self, request) -> tuple[bytes, str | None, str]:
         """The `file` part (and optional `format`, `name` fields), parsed in memory as it streams."""
         from python_multipart.multipart import MultipartParser, parse_options_header
+        from starlette.requests import ClientDisconnect
 
         _, params = parse_options_header(request.headers.get("content-type", ""))
         if not params.get(b"boundary"):
@@ -322,6 +328,8 @@ class _Service:
                     raise self.too_large()
                 parser.write(chunk)
             parser.finalize()
+        except ClientDisconnect:
+            raise ApiError(400, "the client went away before the body was complete") from None
         except ValueError as exc:  # python-multipart's parse errors
             raise ApiError(400, f"malformed multipart body: {str(exc)[:120]}") from None
         return _multipart_fields(parts, parse_options_header)
@@ -339,6 +347,8 @@ class _Service:
             raise ApiError(504, f"the analysis took longer than the limit of {self.config.timeout:g} s") from None
         except InputError as exc:
             raise ApiError(413 if _too_large(exc) else 400, str(exc)) from None
+        except zlib.error as exc:  # the reader lets some damaged deflate data through as this
+            raise ApiError(400, f"damaged gzip input: {exc}") from None
 
     async def within(self, deadline: float, coro):
         """Await reading the body within the deadline (a slow upload cannot hold a slot forever)."""
@@ -588,13 +598,25 @@ def bind(host: str, port: int) -> socket.socket:
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
+        sock.listen(2048)  # connections queue from now on, before uvicorn accepts them
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return sock
 
 
-def is_loopback(sock: socket.socket) -> bool:
-    return ipaddress.ip_address(sock.getsockname()[0].split("%")[0]).is_loopback
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:  # a host name: judged on the address it binds to
+        return address == "localhost"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%")[0])
+        return True
+    except ValueError:
+        return host == ""
 
 
 def serve_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
@@ -610,17 +632,21 @@ def serve_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     token = os.environ.get("VLLM_TRIAGE_TOKEN") or None
     config = ServerConfig(max_bytes, concurrency, timeout, token, os.environ.get("SLACK_SIGNING_SECRET") or None,
                           tuple(args.rules))
+    refuse = UsageError(f"refusing to listen on {args.host} without VLLM_TRIAGE_TOKEN: set it, "
+                        "listen on 127.0.0.1, or pass --insecure-no-auth")
+    open_to_all = token is None and not args.insecure_no_auth
+    if open_to_all and not is_loopback(args.host) and _is_ip(args.host):
+        raise refuse  # before binding anything
     sock = bind(args.host, args.port)
-    if token is None and not is_loopback(sock) and not args.insecure_no_auth:
+    host, port = sock.getsockname()[:2]
+    if open_to_all and not is_loopback(host):
         sock.close()
-        raise UsageError(f"refusing to listen on {args.host} without VLLM_TRIAGE_TOKEN: set it, "
-                         "listen on 127.0.0.1, or pass --insecure-no-auth")
+        raise refuse
     app = create_app(config)
     _log_to(stderr, not args.no_access_log)
-    host, port = sock.getsockname()[:2]
     if token is None:
         stderr.write("vllm-triage: VLLM_TRIAGE_TOKEN is not set: requests are NOT authenticated"
-                     f"{'' if is_loopback(sock) else ' (--insecure-no-auth, on a non-loopback address)'}\n")
+                     f"{'' if is_loopback(host) else ' (--insecure-no-auth, on a non-loopback address)'}\n")
     stderr.write(f"vllm-triage: Slack endpoint {'on' if config.slack_secret else 'off (no SLACK_SIGNING_SECRET)'}; "
                  f"limits: {max_bytes} bytes, {concurrency} at once, {timeout:g} s\n")
     stderr.write(f"vllm-triage: listening on http://{'[' + host + ']' if ':' in host else host}:{port} "

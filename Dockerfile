@@ -1,0 +1,29 @@
+# vllm-triage's HTTP backend (`vllm-triage serve`).
+#
+#   docker build -t vllm-triage .
+#   docker run --rm -p 8080:8080 -e VLLM_TRIAGE_TOKEN="$(openssl rand -hex 32)" \
+#       [-e SLACK_SIGNING_SECRET=...] vllm-triage
+#
+# It listens on 0.0.0.0, so it refuses to start without VLLM_TRIAGE_TOKEN (the bearer token
+# callers must send); add `--insecure-no-auth` to the command only behind your own auth.
+# Limits: VLLM_TRIAGE_MAX_BYTES, VLLM_TRIAGE_MAX_CONCURRENCY, VLLM_TRIAGE_TIMEOUT.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+COPY pyproject.toml README.md /tmp/src/
+COPY triage /tmp/src/triage
+COPY rules /tmp/src/rules
+RUN pip install "/tmp/src[server]" \
+    && rm -rf /tmp/src \
+    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin triage
+
+USER triage
+WORKDIR /home/triage
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"]
+CMD ["vllm-triage", "serve", "--host", "0.0.0.0", "--port", "8080"]
