@@ -154,3 +154,12 @@ def test_every_taxonomy_cause_has_a_rule_a_firing_fixture_and_a_near_miss():
             problems.append(f"{cause}: no near-miss fixture in fixtures/logs/{cause}/")
     assert FIXTURES.exists()
     assert not problems, "\n".join(problems)
+
+
+def test_readme_rule_table_is_generated_from_the_packs():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rules_table.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,40 @@
+"""Print (or check) the README's table of rules, generated from the rule packs themselves.
+
+python scripts/rules_table.py          # print the table
+python scripts/rules_table.py --check  # exit 1 when README.md's table is out of date
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- rules-table:begin -->", "<!-- rules-table:end -->"
+
+
+def table() -> str:
+    sys.path.insert(0, str(ROOT))
+    from triage.pipeline import load_rules
+
+    rows = ["| cause | rule | what it says |", "|---|---|---|"]
+    for rule in sorted(load_rules(), key=lambda r: (r.cause, r.id)):
+        rows.append(f"| `{rule.cause}` | `{rule.id}` | {rule.title} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    text = table()
+    if "--check" not in sys.argv:
+        print(text)
+        return 0
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    current = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip() if BEGIN in readme else ""
+    if current != text:
+        print("README.md's rule table is out of date: run python scripts/rules_table.py and paste it", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
