@@ -2,6 +2,7 @@
 
 python scripts/rules_table.py          # print the table
 python scripts/rules_table.py --check  # exit 1 when README.md's table is out of date
+python scripts/rules_table.py --write  # rewrite the table in README.md
 """
 
 from __future__ import annotations
@@ -25,10 +26,15 @@ def table() -> str:
 
 def main() -> int:
     text = table()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    if "--write" in sys.argv:
+        head, rest = readme.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        (ROOT / "README.md").write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
+        return 0
     if "--check" not in sys.argv:
         print(text)
         return 0
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     current = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip() if BEGIN in readme else ""
     if current != text:
         print("README.md's rule table is out of date: run python scripts/rules_table.py and paste it", file=sys.stderr)

@@ -113,6 +113,33 @@ def test_families(text, kind, field, value):
     assert getattr(one(text, kind), field) == value
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5570')", "address_in_use"),
+    ("OSError: [Errno 98] Address already in use", "address_in_use"),
+    ("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+     "address_in_use"),
+    ("AssertionError: 32 is not divisible by 3", "not_divisible"),
+    ("ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: [torch.float16]",
+     "capability_too_low"),
+    ("RuntimeError: No CUDA GPUs are available", "driver_problem"),
+    ("torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined.",
+     "nccl_error"),
+    ("RuntimeError: unable to write to file </torch_123_456_0>: No space left on device (28)", "shm_problem"),
+    ("ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not "
+     "recognize this architecture.", "architecture_unsupported"),
+    ("ValueError: Ernie4_5_MoeForCausalLM has no vLLM implementation and the Transformers implementation is not "
+     "compatible with vLLM.", "architecture_unsupported"),
+    ("ValueError: World size (4) is larger than the number of available GPUs (2) in this node.", "not_enough_gpus"),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': -7}",
+     "process_died"),
+    ("vllm-1 exited with code 137", "killed"),
+    ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_auth_error"),
+    ("Repository Not Found for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B-Instrcut.", "repo_not_found"),
+])
+def test_startup_failure_families(text, kind):
+    one(text, kind)
+
+
 def test_settings_from_non_default_args():
     cfg = one("non-default args: {'model_tag': 'x/y', 'model': 'x/y', 'max_model_len': 8192, "
               "'gpu_memory_utilization': 0.85, 'tensor_parallel_size': 2, 'api_key': 'sk-secret'}", "engine_config")

@@ -67,3 +67,9 @@ def test_json_report_validates_against_its_schema():
     d = data["diagnoses"][0]
     assert {"id", "title", "confidence", "explanation", "evidence", "remedies"} <= set(d)
     assert all(isinstance(e["line"], int) and e["text"] for e in d["evidence"])
+
+
+def test_published_schema_file_matches_the_model():
+    """docs/report-v1.schema.json is what `vllm-triage schema` prints (regenerate it on purpose)."""
+    published = json.loads((FIXTURES.parent.parent / "docs" / "report-v1.schema.json").read_text())
+    assert published == json_schema()

@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "schema": "triage.cli:schema_command",
     "run": "triage.live:run_command",
     "serve": "triage.serve:serve_command",
+    "batch": "triage.batch:batch_command",
 }
 
 
@@ -56,7 +57,8 @@ def _triage_parser() -> argparse.ArgumentParser:
     from .render import FORMATS
 
     p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
-                epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`.")
+                epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`, "
+                   "`vllm-triage batch DIR_OR_GLOB...`.")
     p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
     p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
                    "server is ready, fails, or --timeout passes")

@@ -31,7 +31,7 @@ EXPORTED_FACT_TYPES = (int, float, str, bool, list)
 class FailureView(BaseModel):
     """What rules may read about the failure; a model so reading it cites its line."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     line: int
     origin: str = ""
     phase: str | None = None
@@ -80,7 +80,7 @@ def _describe(signal: Signal) -> str:
 
 
 class AttemptResult(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
     attempt: Attempt
     fatal: Signal | None
     facts: Facts

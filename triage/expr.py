@@ -29,11 +29,20 @@ UNITS = {"GiB": GiB, "MiB": MiB, "KiB": KiB, "bytes": 1}
 MAX_EXPR_CHARS = 2000
 MAX_DEPTH = 60
 MAX_MAGNITUDE = 1e30
+MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
+MAX_ROUND_DIGITS = 40  # round(x, -10**9) would build 10**(10**9): a hostile pack's hang
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark.open_from_package("triage", "expr.lark", parser="lalr")
+    import os
+
+    from . import __version__
+    from .cache import cache_dir
+
+    base = cache_dir()
+    cache = os.path.join(base, f"expr-{__version__}.lark.cache") if base else False
+    return Lark.open_from_package("triage", "expr.lark", parser="lalr", cache=cache)
 
 
 @dataclass
@@ -96,13 +105,23 @@ def compile_expr(source: object) -> Expr:
     except LarkError as exc:
         column = getattr(exc, "column", "?")
         raise ExpressionError(f"cannot parse expression {text!r} at column {column}") from None
-    _check_calls(tree)
+    _check_tree(tree)
     return Expr(text, tree)
 
 
-def _check_calls(tree: Any) -> None:
+def _check_tree(tree: Any) -> None:
+    """Refuse at load time what would fail at run time: unknown calls, private names, literals
+    out of range, nesting deeper than the evaluator goes (`rules check` then names the rule)."""
     if not isinstance(tree, Tree):
         return
+    stack = [(tree, 0)]
+    while stack:  # iterative, and first: a hostile expression must not exhaust Python's own stack
+        node, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            raise ExpressionError(f"expression nests more than {MAX_DEPTH} levels deep")
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+    for tok in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "NUMBER"):
+        _number(str(tok))
     for node in tree.iter_subtrees():
         if node.data == "path" and any(str(c).startswith("_") for c in node.children):
             raise ExpressionError("names starting with '_' are not data fields")
@@ -157,7 +176,9 @@ def _divisors(n: Any, limit: Any = None) -> Any:
     if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
         return None
     top = n if limit is None else min(n, int(limit))
-    return [d for d in range(1, top + 1) if n % d == 0]
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]  # O(sqrt n), not O(n)
+    found = sorted({*small, *(n // d for d in small)})
+    return [d for d in found if d <= top]
 
 
 def _version_tuple(v: Any) -> tuple[int, ...] | None:
@@ -182,7 +203,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "floor": _none_safe(lambda x: math.floor(x)),
     "ceil": _none_safe(lambda x: math.ceil(x)),
     "int": _none_safe(lambda x: int(x)),
-    "round": _none_safe(lambda x, n=0: round(x, int(n))),
+    "round": _none_safe(lambda x, n=0: round(x, max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, int(n))))),
     "round_down": _none_safe(round_down),
     "round_up": _none_safe(round_up),
     "clamp": _none_safe(lambda x, lo, hi: max(lo, min(hi, x))),
@@ -279,6 +300,8 @@ class _Evaluator:
             return FUNCTIONS[name](*args)
         except TypeError:
             raise ExpressionError(f"wrong number of arguments to {name}()") from None
+        except (ValueError, ArithmeticError, IndexError, KeyError, AttributeError):
+            return None  # a function given data it cannot use yields none, like missing data
 
     def _path(self, ch: list, depth: int) -> Any:
         names = [str(c) for c in ch]
@@ -349,7 +372,10 @@ def _compare(op: str, a: Any, b: Any) -> bool:
     if op in ("in", "not in"):
         if b is None:
             return False
-        inside = a in b if isinstance(b, (list, tuple, str, set)) else False
+        try:
+            inside = a in b if isinstance(b, (list, tuple, str, set)) else False
+        except TypeError:  # `3 in 'abc'`
+            inside = False
         return inside if op == "in" else not inside
     if op == "==":
         return a == b
@@ -414,7 +440,7 @@ class Template:
                 return None
             try:
                 out.append(FILTERS[filt](value) if filt else _flag_number(value))
-            except (TypeError, ValueError, KeyError, OverflowError):
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
                 return None
         return "".join(out)
 
@@ -427,6 +453,8 @@ def compile_template(source: object) -> Template:
     text = str(source).replace("{{", _OPEN_LITERAL).replace("}}", _CLOSE_LITERAL)
     parts: list = []
     pos = 0
+    if len(_PLACEHOLDER.findall(text)) > MAX_PLACEHOLDERS:
+        raise ExpressionError(f"more than {MAX_PLACEHOLDERS} placeholders in one text")
     for m in _PLACEHOLDER.finditer(text):
         parts.append(_literal(text[pos:m.start()]))
         filt = m.group(2)

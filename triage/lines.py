@@ -20,6 +20,8 @@ _ANSI = re.compile(
     r"|\[\d{1,3}(?:;\d{1,3})*m"  # the ESC byte lost: [1;36m ... [0;0m
 )
 
+_BRACKET_DIGIT = re.compile(r"\[\d")
+
 
 @dataclass(slots=True, frozen=True)
 class Line:
@@ -81,6 +83,9 @@ def strip_ansi(text: str) -> str:
     """Remove colour codes in every form a log can carry them (raw, pasted, escaped, half-lost)."""
     if "[" not in text:
         return text
+    if "\x1b" not in text and "^[[" not in text and "033[" not in text and "x1b[" not in text \
+            and "\\e[" not in text and "u001b[" not in text and not _BRACKET_DIGIT.search(text):
+        return text  # none of the forms _ANSI removes (checked cheaply: this runs on long lines)
     return _ANSI.sub("", text)
 
 

@@ -9,10 +9,11 @@ never reach the parser. A line the grammar does not accept is simply not an even
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError
 
 from . import events as ev
@@ -31,6 +32,7 @@ START_RULES = (
     "hub_missing", "architecture", "not_divisible", "not_enough_gpus", "bf16_capability", "cc_below",
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
+    "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
@@ -43,6 +45,7 @@ _SOURCE_CODE = re.compile(
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
 MAX_ANCHORS_PER_RULE = 3
+MAX_ANCHORS_PER_LINE = 64
 NEAR_END = 60  # a parse error this close to the end means the line was cut, not that it is another message
 
 
@@ -56,16 +59,12 @@ def grammar() -> Lark:
 
 def _cache_path() -> str | bool:
     import os
-    import tempfile
 
     from . import __version__
+    from .cache import cache_dir
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(tempfile.gettempdir(), f"vllm-triage-{os.getuid()}")
-    try:
-        os.makedirs(base, exist_ok=True)
-        return os.path.join(base, f"vllm_log-{__version__}.lark.cache")
-    except OSError:
-        return False
+    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
+    return os.path.join(base, f"vllm_log-{__version__}.lark.cache") if base else False
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +74,10 @@ def anchors() -> tuple[re.Pattern[str], dict[str, str]]:
     terminals = {t.name: t for t in lark.terminals}
     first = _first_terminals(lark)
     groups, names = [], {}
-    for i, rule in enumerate(START_RULES):
+    # Generic start-of-message anchors (exception names, frames) go last, so at a position
+    # where a specific phrase also starts, the specific one is what the search reports.
+    ordered = sorted(enumerate(START_RULES), key=lambda ir: ir[1] in AT_START_ONLY)
+    for i, rule in ordered:
         pats = []
         for term in sorted(first[rule]):
             pattern = terminals[term].pattern
@@ -102,6 +104,10 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "USAGE_HEAD": (": error: ",),
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
     "EXIT_STATUS": ("exited with code 13", "Exit Code: 13", "OOMKilled"),
+    "NOT_DIVISIBLE_BY": (" is not divisible by ",),
+    "DTYPE_FOR_QUANT": (" is not supported for quantization method",),
+    "QUOTED_TICK": ("`",),
+    "DIST_INIT": ("DistNetworkError", "DistStoreError", "waiting for clients", "The client socket has timed out after"),
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
                   "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
@@ -134,14 +140,77 @@ def _literals(name: str, pattern) -> tuple[str, ...]:
     return tuple(re.sub(r"\\(.)", r"\1", p) for p in parts)
 
 
+# Anchor terminals that match only a whole number (`\b40[13]\b`): their words are skipped
+# inside longer numbers (ports, PIDs), which would otherwise make most access lines candidates.
+WHOLE_NUMBER_HINTS = frozenset({"HTTP_AUTH"})
+
+
 @lru_cache(maxsize=1)
-def _prefilter_regex() -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(w) for w in sorted(prefilter_words(), key=len, reverse=True)))
+def number_words() -> tuple[str, ...]:
+    """The prefilter words that count only as whole numbers (see WHOLE_NUMBER_HINTS)."""
+    out = {w for name in WHOLE_NUMBER_HINTS for w in REGEX_HINTS.get(name, ()) if w.isdigit()}
+    return tuple(sorted(w for w in out if w in prefilter_words()))
 
 
 def prefilter(raw: str) -> bool:
     """Can this physical line hold an event? (A superset test; the grammar decides.)"""
-    return _prefilter_regex().search(raw) is not None
+    from .scan import matcher
+
+    return matcher().classify(raw)[0]
+
+
+# Where a regex anchor's match can begin, relative to a hint word it holds: a class of the
+# characters the match may hold before the hint ("" = the match begins with the hint). The
+# anchor search tries the combined pattern only at such positions, never at every character
+# of a line (that is slow: some anchors backtrack). A hint terminal missing here is tried
+# at every position before its hint: correct, only slow.
+HINT_LOOKBACK: dict[str, str] = {
+    "OOM_HEAD": "[A-Z ]", "DEVICE_ERROR_OOM": "[A-Z ]", "EXC_NAME": r"[\w.]", "BLOCKS_HEAD": "[#A-Za-z ]",
+    "FRAME_FILE": "", "V0_WORKER_DIED": r"[\w\- ]", "ERRNO_ADDR": "", "HTTP_AUTH": "", "NCCL_HEAD": "",
+    "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
+    "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "",
+    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".",
+}
+
+
+@lru_cache(maxsize=1)
+def _word_lookback() -> dict[str, re.Pattern[str] | None]:
+    """Each prefilter word -> the characters an anchor match may hold before it (None: none)."""
+    lark = grammar()
+    terminals = {t.name: t for t in lark.terminals}
+    classes: dict[str, set[str]] = {}
+    for firsts in _first_terminals(lark).values():
+        for name in firsts:
+            back = HINT_LOOKBACK.get(name, ".") if name in REGEX_HINTS else ""
+            for word in _literals(name, terminals[name].pattern):
+                classes.setdefault(word, set()).add(back)
+    return {w: re.compile("|".join(sorted(c - {""})), re.S) if c - {""} else None for w, c in classes.items()}
+
+
+def _anchor_candidates(text: str) -> list[int]:
+    """Every position where an anchor match may begin (a superset), from the words' positions."""
+    from .scan import matcher
+
+    lookback = _word_lookback()
+    out: set[int] = set()
+    for start, word in matcher().occurrences(text):
+        back = lookback.get(word)
+        out.add(start)
+        if back is not None:
+            j = start
+            while j > 0 and back.match(text, j - 1):
+                j -= 1
+                out.add(j)
+    return sorted(out)
+
+
+def _search(pattern: re.Pattern[str], text: str, pos: int, candidates: list[int]) -> re.Match[str] | None:
+    """`pattern.search(text, pos)`, trying only the candidate positions."""
+    for p in candidates[bisect_left(candidates, pos):]:
+        m = pattern.match(text, p)
+        if m:
+            return m
+    return None
 
 
 def _first_terminals(lark: Lark) -> dict[str, set[str]]:
@@ -178,7 +247,7 @@ def normalise(text: str) -> str:
     """Collapse whitespace and drop control bytes so literal phrases match as printed."""
     if "\x00" in text or "\x1b" in text:
         text = _CONTROL.sub("", text)
-    return _WS.sub(" ", text).strip()
+    return " ".join(text.split())  # what `_WS.sub(" ", text).strip()` gives, several times faster
 
 
 def parse_line(line: Line) -> list[ev.Event]:
@@ -195,8 +264,14 @@ def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
         return [], False
     pattern, names = anchors()
     tries: dict[str, list[int]] = {}
-    for m in pattern.finditer(text):
+    pos, found = 0, 0
+    candidates = _anchor_candidates(text)
+    while found < MAX_ANCHORS_PER_LINE and (m := _search(pattern, text, pos, candidates)):
         rule = names[m.lastgroup or ""]
+        found += 1
+        # A start-of-message anchor (an exception name) may hide another inside it
+        # ("zmq.error.ZMQError: Address already in use"): look again just after its start.
+        pos = m.start() + 1 if rule in AT_START_ONLY else max(m.end(), m.start() + 1)
         if rule in AT_START_ONLY and m.start() != 0:
             continue
         starts = tries.setdefault(rule, [])
@@ -227,7 +302,7 @@ def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]
     truncated = ran_out = False
     for attempt in range(MAX_RETRIES):
         try:
-            tree = grammar().parse(text, start=rule)
+            tree = _quick_tree(rule, text) or grammar().parse(text, start=rule)
             made = _TRANSFORMER.transform(tree)
         except LarkError as exc:
             pos = _error_pos(exc, text)
@@ -243,6 +318,51 @@ def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]
         events = [_build(item, line, truncated) for item in (made if isinstance(made, list) else [made]) if item]
         return events, ran_out
     return [], ran_out
+
+
+@lru_cache(maxsize=1)
+def _simple_rules() -> dict[str, tuple[re.Pattern[str], str, str, bool, bool]]:
+    """Start rules of the shape `rule: HEAD TAIL?` (one named terminal, then the rest of the line).
+
+    Such a rule's tree is the head's match and the text after it, so it is built without
+    running the parser: most anchor lines of a long log (metrics lines, progress bars) are
+    of this kind. rule -> (head pattern, head name, tree name, may have a tail, may lack one).
+    """
+    lark = grammar()
+    terminals = {t.name: t for t in lark.terminals}
+    forms: dict[str, set[tuple]] = {}
+    for r in lark.rules:
+        if r.origin.name in START_RULES:
+            names = tuple(sym.name for sym in r.expansion)
+            forms.setdefault(r.origin.name, set()).add((names[:1], names[1:], r.alias))
+    out = {}
+    for rule, shapes in forms.items():
+        heads, tails, aliases = ({f[i] for f in shapes} for i in range(3))
+        if len(heads) != 1 or len(aliases) != 1 or not tails <= {(), ("TAIL",)}:
+            continue
+        (head,) = next(iter(heads)) or ("",)
+        if head.startswith("_") or head not in terminals or head == "TAIL":
+            continue
+        out[rule] = (re.compile(terminals[head].pattern.to_regexp()), head, next(iter(aliases)) or rule,
+                     ("TAIL",) in tails, () in tails)
+    return out
+
+
+def _quick_tree(rule: str, text: str) -> Tree | None:
+    """The tree lark would build for a `HEAD TAIL?` rule, or None (then lark parses)."""
+    shape = _simple_rules().get(rule)
+    if shape is None:
+        return None
+    pattern, head, name, with_tail, bare = shape
+    m = pattern.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():].lstrip(" ")
+    if rest and with_tail:
+        return Tree(name, [Token(head, m.group()), Token("TAIL", rest)])
+    if not rest and bare:
+        return Tree(name, [Token(head, m.group())])
+    return None
 
 
 def _error_pos(exc: LarkError, text: str) -> int:
@@ -623,6 +743,26 @@ class ToEvents(Transformer):
         name = re.match(r"(?:Cannot find model module\. )?'?([\w.]+)", str(head))
         return {"kind": "architecture_unsupported", "architectures": (name.group(1),) if name else ()}
 
+    def bind_zmq(self, head, tail=None):
+        port = re.search(r":(\d{2,5})\b", str(tail or ""))
+        return {"kind": "address_in_use", "port": _int(port.group(1)) if port else None, "host": "zmq"}
+
+    def arch_unknown_model_type(self, model_type, tail=None):
+        return {"kind": "architecture_unsupported", "architectures": (str(model_type).strip("`"),)}
+
+    def divisibility(self, head, tail=None):
+        a, b = re.findall(r"\d+", str(head))[:2]
+        return {"kind": "not_divisible", "what": "units (heads, layers or experts)", "total": _int(a),
+                "size": _int(b), "parallel": "tensor"}
+
+    def dtype_for_quant(self, head, method, tail=None):
+        dtype = str(head).split()[0][len("torch."):]
+        return {"kind": "capability_too_low", "feature": f"{dtype} with quantization {str(method).rstrip('.')}",
+                "required": None}
+
+    def dist_init(self, head, tail=None):
+        return {"kind": "nccl_error", "problem": f"distributed init failed ({head})"}
+
     def world_size(self, world, gpus, tail=None):
         return {"kind": "not_enough_gpus", "required": _int(world), "available": _int(gpus),
                 "detail": f"world size {world} is larger than the {gpus} GPUs available in this node"}
@@ -714,13 +854,17 @@ _DRIVER_PROBLEMS = {
     "_C.abi3.so: undefined symbol": "vLLM's compiled kernels do not match the installed torch/CUDA",
     "installed an obsolete version of vllm": "vLLM's compiled kernels do not match the installed torch/CUDA",
     "libcuda.so.1: cannot open shared object file": "no NVIDIA driver (libcuda.so.1 not found)",
+    "No CUDA GPUs are available": "no GPU visible to this process (driver, container runtime or CUDA_VISIBLE_DEVICES)",
+    "Torch not compiled with CUDA enabled": "a CPU-only build of torch is installed",
 }
 _NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
                "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",
                "ncclInvalidUsage": "invalid usage", "ncclInvalidArgument": "invalid argument"}
 _SHM_PROBLEMS = {"Error while creating shared memory segment": "cannot create an NCCL shared-memory segment",
                  "failed to extend /dev/shm": "cannot extend an NCCL shared-memory segment",
-                 "No space left on device": "no space left on /dev/shm", "Fatal Python error: Bus error": "bus error",
+                 "No space left on device": "no space left on /dev/shm",
+                 "unable to write to file </torch_": "PyTorch could not write a shared-memory file in /dev/shm",
+                 "Fatal Python error: Bus error": "bus error",
                  "SIGBUS received": "bus error", "Bus error (core dumped)": "bus error",
                  "/dev/shm has only": "small /dev/shm"}
 _HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unexpected system error":

@@ -8,17 +8,19 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import events as ev
-from .bundle import BundleReader, maybe_evidence
+from .bundle import BundleReader
 from .diagnose import AttemptResult, diagnose_attempt, exported_facts
 from .lines import Line, peel, strip_ansi
-from .parse import parse_line_detail, prefilter
-from .read import InputStats, iter_lines
+from .parse import parse_line_detail
+from .read import InputStats, iter_chunks
 from .redact import redact_data
+from .scan import Marked, iter_marked
 from .report import AttemptSummary, Failure, InputInfo, Report, VllmInfo
 from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
 from .timeline import Timeline
 
-MAX_EVIDENCE_LINES = 50000
+MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones are dropped
+RECENT_TEXTS = 2000
 MAX_JOINS = 3
 EVIDENCE_CHARS = 600
 
@@ -39,9 +41,25 @@ _RULES_CACHE: dict[tuple, list[Rule]] = {}
 def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
     key = tuple(extra)
     if key not in _RULES_CACHE:
-        causes = set(load_taxonomy())
-        _RULES_CACHE[key] = load_packs([*builtin_pack_paths(), *expand_pack_paths(extra)], causes)
+        _RULES_CACHE[key] = _load_rules_cached([*builtin_pack_paths(), *expand_pack_paths(extra)])
     return _RULES_CACHE[key]
+
+
+def _load_rules_cached(paths: list[Path]) -> list[Rule]:
+    """Compiled rules from the on-disk cache when their packs are unchanged (YAML and
+    expression compiling cost more than a whole small log)."""
+    from . import cache
+
+    sources = [*paths, *{p.parent / "taxonomy.yaml" for p in paths[:1]}]
+    key = cache.stamp(sources, "rules")
+    name = f"rules-{key}.pickle" if key else None
+    rules = cache.load(name) if name else None
+    if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules):
+        return rules
+    rules = load_packs(paths, set(load_taxonomy()))
+    if name:
+        cache.save(name, rules)
+    return rules
 
 
 def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list[Rule] | None = None) -> Report:
@@ -51,10 +69,13 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     stats = InputStats(name=name)
     timeline = Timeline()
     texts: dict[int, tuple[str, str]] = {}
-    for line, events in _events(iter_lines(stream, stats, options.max_bytes)):
-        if len(texts) < MAX_EVIDENCE_LINES:
-            texts[line.no] = (line.origin, _evidence_text(line))
+    prune_at = MAX_EVIDENCE_LINES
+    for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS)):
+        texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
+        if len(texts) > prune_at:  # a long log: keep the texts of lines that kept events point at
+            _prune_texts(texts, timeline)
+            prune_at = max(MAX_EVIDENCE_LINES, 2 * len(texts))
         if options.on_event is not None:
             options.on_event(timeline, line, events)
     timeline.finish()
@@ -64,32 +85,42 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     return report
 
 
-def _events(raw_lines: Iterable[str]) -> Iterator[tuple[Line, list[ev.Event]]]:
+def _prune_texts(texts: dict[int, tuple[str, str]], timeline: Timeline) -> None:
+    keep = timeline.lines_in_use()
+    keep.update(list(texts)[-RECENT_TEXTS:])
+    for no in [n for n in texts if n not in keep]:
+        del texts[no]
+
+
+def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
     """(line, events) for every line that states something, re-joining hard-wrapped lines.
 
     A message that runs into the end of its line followed by a line with no prefix of its
     own was wrapped by a terminal, an editor or a chat box: the two are parsed as one.
+    `marked` holds only the lines near anchors (see `scan.iter_marked`); a gap in the line
+    numbers stands for lines that hold nothing, and ends any wrap.
     """
     held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
-    joins = 0
+    joins = last = 0
     evidence = BundleReader()
-    for no, raw in enumerate(raw_lines, 1):
-        if held is not None and held[3] and joins < MAX_JOINS and _continues(raw):
+    for no, raw, anchored, bundled in marked:
+        if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
             joined = peel(held[0] + raw, held[1].no)
             events, ran_out = parse_line_detail(joined)
             if len(events) >= len(held[2]) and events != held[2]:
-                held, joins = (held[0] + raw, joined, events, ran_out), joins + 1
+                held, joins, last = (held[0] + raw, joined, events, ran_out), joins + 1, no
                 continue
+        last = no
         if held is not None and held[2]:
             yield held[1], held[2]
         held, joins = None, 0
-        if prefilter(raw):
+        if anchored:
             line = peel(raw, no)
             events, ran_out = parse_line_detail(line)
             if events or ran_out:
                 held = (raw, line, events, ran_out)
                 continue
-        if maybe_evidence(raw):
+        if bundled:
             line = peel(raw, no)
             found = evidence.read(line)
             if found:
@@ -140,7 +171,7 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
         facts=exported_facts(last.facts),
         diagnoses=diagnoses,
         attempts=[_summary(r) for r in results],
-        notes=_notes(results, stats),
+        notes=_notes(results, stats, timeline.dropped_attempts),
     )
 
 
@@ -185,11 +216,13 @@ def _summary(result: AttemptResult) -> AttemptSummary:
                           outcome=_outcome(result), causes=[d.id for d in result.diagnoses], repeats=a.repeats)
 
 
-def _notes(results: list[AttemptResult], stats: InputStats) -> list[str]:
+def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: int = 0) -> list[str]:
     notes = []
     if len(results) > 1:
         failed = sum(1 for r in results if r.fatal is not None)
         notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
+    if dropped_attempts:
+        notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
     if stats.truncated_lines:
         notes.append(f"{stats.truncated_lines} over-long line(s) were cut at 64 KiB")
     if stats.lines == 0:

@@ -113,6 +113,9 @@ class _Prefixed(io.RawIOBase):
             buffer[:n] = self._head[:n]
             self._head = self._head[n:]
             return n
+        readinto = getattr(self._rest, "readinto", None)
+        if readinto is not None:
+            return readinto(buffer) or 0  # straight into the caller's buffer: no copy
         data = self._rest.read(len(buffer)) or b""
         buffer[: len(data)] = data
         return len(data)
@@ -126,15 +129,19 @@ def _last_frame(segment: str) -> str:
     return parts[-1] if parts else ""
 
 
-def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[str]:
-    """Yield decoded physical lines (no newline), streaming in chunks of CHUNK_SIZE."""
+def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[bytes]:
+    """The input as UTF-8 bytes, in chunks of up to CHUNK_SIZE: gzip unpacked, UTF-16 and BOMs decoded.
+
+    UTF-8 input passes through untouched (invalid bytes are replaced when a line is decoded),
+    so the fast scanner (`scan.py`) can search the bytes without decoding the whole log.
+    """
     head, stream = _peek(stream, 4)
     if head[:2] == b"\x1f\x8b":
         stats.compressed = True
         stream = io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED))
     encoding = _sniff_encoding(head, stats)
-    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-    first, pending, skipping = True, "", False
+    transcode = None if encoding == "utf-8" else codecs.getincrementaldecoder(encoding)(errors="replace")
+    first = True
     # The first read waits for enough bytes to tell text from binary; after that read1, so
     # a live pipe yields what it has instead of waiting for a full chunk.
     while chunk := (stream.read(BINARY_SNIFF_BYTES) if first else stream.read1(CHUNK_SIZE)):
@@ -144,6 +151,18 @@ def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None
         stats.bytes += len(chunk)
         if max_bytes is not None and stats.bytes > max_bytes:
             raise InputError(f"input is larger than the limit of {max_bytes} bytes")
+        yield chunk if transcode is None else transcode.decode(chunk).encode("utf-8", "replace")
+    if transcode is not None:
+        rest = transcode.decode(b"", final=True)
+        if rest:
+            yield rest.encode("utf-8", "replace")
+
+
+def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[str]:
+    """Yield decoded physical lines (no newline), streaming in chunks of CHUNK_SIZE."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending, skipping = "", False
+    for chunk in iter_chunks(stream, stats, max_bytes):
         pieces = decoder.decode(chunk).split("\n")
         for piece in pieces[:-1]:
             if skipping:

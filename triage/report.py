@@ -17,7 +17,7 @@ Outcome = Literal["failed", "healthy", "incomplete"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Tool(_Model):

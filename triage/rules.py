@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ExpressionError, RulePackError
@@ -30,37 +29,6 @@ ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes"})
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader minus aliases, plus duplicate-key refusal and line numbers on mappings."""
-
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.MarkedYAMLError("while composing", None, "aliases (*name) are not allowed in rule packs",
-                                       event.start_mark)
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
-        seen: set = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
-                                           f"duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
-        mapping = LineDict(super().construct_mapping(node, deep=True))
-        mapping.line = node.start_mark.line + 1
-        return mapping
-
-
-def _refuse_tag(loader, tag_suffix, node):  # pragma: no cover - exercised through the loader
-    raise yaml.MarkedYAMLError(None, None, f"YAML tag {node.tag!r} is not allowed in rule packs", node.start_mark)
-
-
-_StrictLoader.add_multi_constructor("!", _refuse_tag)
-_StrictLoader.add_multi_constructor("tag:yaml.org,2002:python/", _refuse_tag)
-
-
 class LineDict(dict):
     line: int = 0
 
@@ -69,7 +37,7 @@ class LineDict(dict):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True, defer_build=True)
 
 
 class When(_Model):
@@ -215,6 +183,10 @@ def expand_pack_paths(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _load_pack(path: Path, problems: list[str], causes: set[str] | None) -> list[Rule]:
+    import yaml  # only when packs are read (compiled rules come from the cache on most runs)
+
+    from .strict_yaml import StrictLoader
+
     try:
         if path.stat().st_size > MAX_PACK_BYTES:
             problems.append(f"{path}: rule pack larger than {MAX_PACK_BYTES >> 10} KiB")
@@ -224,11 +196,14 @@ def _load_pack(path: Path, problems: list[str], causes: set[str] | None) -> list
         problems.append(f"{path}: cannot read rule pack: {exc}")
         return []
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
+        doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         problems.append(f"{where}: {getattr(exc, 'problem', None) or exc}")
+        return []
+    except (ValueError, TypeError, RecursionError) as exc:  # e.g. an integer of 5000 digits
+        problems.append(f"{path}: cannot read rule pack: {str(exc).splitlines()[0][:200]}")
         return []
     if doc is None:
         problems.append(f"{path}: empty rule pack")
@@ -329,7 +304,11 @@ def load_taxonomy(path: Path | None = None) -> dict[str, dict]:
         candidates = [Path(str(resources.files("triage.rules_builtin") / "taxonomy.yaml"))] if _has_pkg() else []
         candidates.append(Path(__file__).resolve().parent.parent / "rules" / "taxonomy.yaml")
         path = next((p for p in candidates if p.exists()), candidates[-1])
-    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
+    import yaml
+
+    from .strict_yaml import StrictLoader
+
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)  # noqa: S506
     return dict(doc["causes"])
 
 

@@ -4,7 +4,9 @@ A log can hold several startup attempts (restart loops, a retry after a crash). 
 attempt tracks, per origin (process/rank), the phase it reached; assembles tracebacks,
 chained ones included; turns error-bearing lines into `Signal`s; and at the end names
 the fatal signal: the first root error, or a wrapper when nothing more specific shows.
-Memory is bounded: only events are kept (never lines), with a cap per attempt.
+Memory is bounded whatever the length of the log: only events are kept (never lines); an
+attempt keeps its startup (up to a cap) and, past the cap or once serving, a window of the
+most recent events, signals and tracebacks, plus the signals that can still end it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from . import events as ev
 from .lines import Line
 from .phases import FRAME_PHASES, phase_of_frames
 
-MAX_EVENTS_PER_ATTEMPT = 20000
+MAX_EVENTS_PER_ATTEMPT = 20000  # events kept from the start of an attempt, before readiness
+RECENT_EVENTS = 2000  # then (and once serving) only the most recent ones
+MAX_SIGNALS = 1000  # signals kept from the start of an attempt
+RECENT_SIGNALS = 200  # then the most recent ones, and those that can still end the attempt
+MAX_KEPT_SIGNALS = 200
+RECENT_CHAINS = 64
+MAX_TRACEBACKS_PER_CHAIN = 16
+MAX_ORIGINS = 256  # processes tracked (phases, open tracebacks); a log with more is hostile
+MAX_ATTEMPTS = 64  # the first attempt and the most recent ones
 MAX_FRAMES_PER_TRACEBACK = 200
 ROOT_KINDS = frozenset({
     "torch_oom", "cuda_error_oom", "cpu_alloc_failed", "kv_too_small", "kv_needed", "no_cache_memory",
@@ -37,6 +47,7 @@ IMPLIED_PHASES = {
     "kv_too_small": "kv_cache_allocation", "no_cache_memory": "kv_cache_allocation",
 }
 NEARBY_LINES = 6
+DEATH_WINDOW = 400  # lines between an engine's fatal error and the wrapper saying it died
 
 
 @dataclass
@@ -155,12 +166,32 @@ class Attempt:
     origin_phase: dict[str, str] = field(default_factory=dict)
     repeats: int = 1
     config_sources: set[str] = field(default_factory=set)  # a source seen twice means a restart
+    dropped_signals: int = 0
+    _head: int = 0  # events[:_head] are the startup's, never dropped
+    _kinds: set[str] = field(default_factory=set)
 
     def add(self, event: ev.Event) -> None:
-        if len(self.events) < MAX_EVENTS_PER_ATTEMPT:
-            self.events.append(event)
-        else:
-            self.dropped_events += 1
+        self._kinds.add(event.kind)
+        self.events.append(event)
+        if self.ready is None and len(self.events) <= MAX_EVENTS_PER_ATTEMPT:
+            self._head = len(self.events)
+        elif len(self.events) - self._head > 2 * RECENT_EVENTS:
+            drop = len(self.events) - self._head - RECENT_EVENTS
+            del self.events[self._head:self._head + drop]
+            self.dropped_events += drop
+
+    def add_signal(self, signal: Signal) -> None:
+        self.signals.append(signal)
+        if len(self.signals) > MAX_SIGNALS + MAX_KEPT_SIGNALS + 2 * RECENT_SIGNALS:
+            middle = self.signals[MAX_SIGNALS:-RECENT_SIGNALS]
+            kept = _still_relevant(middle)[:MAX_KEPT_SIGNALS]
+            self.dropped_signals += len(middle) - len(kept)
+            self.signals[MAX_SIGNALS:-RECENT_SIGNALS] = kept
+
+    def add_chain(self, chain: Chain) -> None:
+        self.chains.append(chain)
+        if len(self.chains) > 2 * RECENT_CHAINS:
+            del self.chains[:-RECENT_CHAINS]  # signals hold the chains they need
 
     @property
     def fatal(self) -> Signal | None:
@@ -173,6 +204,10 @@ class Attempt:
         if self.ready is not None:
             live = [s for s in self.signals
                     if not s.shutdown and ((s.after_ready and _fatal_after_ready(s)) or _fatal_anywhere(s))]
+            if live and not any(s.root for s in live):
+                cause = self._cause_of_death(live[0])  # an engine that died while serving: why?
+                if cause is not None:
+                    return cause
         else:
             live = [s for s in self.signals if not s.shutdown]
         roots = [s for s in live if s.root]
@@ -187,6 +222,12 @@ class Attempt:
             return roots[0]
         return live[0] if live else None
 
+    def _cause_of_death(self, wrapper: Signal) -> Signal | None:
+        """The root error printed next to a wrapper saying a process died after readiness."""
+        near = [s for s in self.signals
+                if s.after_ready and s.root and not s.shutdown and abs(wrapper.line - s.line) <= DEATH_WINDOW]
+        return min(near, key=lambda s: abs(wrapper.line - s.line)) if near else None
+
     @property
     def phase(self) -> str | None:
         from .phases import later
@@ -197,7 +238,23 @@ class Attempt:
         return "ready" if self.ready and not self.fatal else out
 
     def kinds(self) -> set[str]:
-        return {e.kind for e in self.events}
+        """Every kind of event this attempt stated, those whose events were dropped included."""
+        return set(self._kinds)
+
+
+def _still_relevant(signals: list[Signal]) -> list[Signal]:
+    """Of signals about to be dropped, those that can still decide the fatal one: any before
+    readiness, those that end a serving server, and root errors near those (their cause)."""
+    enders = {id(s) for s in signals if not s.after_ready or _fatal_after_ready(s) or _fatal_anywhere(s)}
+    lines = [s.line for s in signals if id(s) in enders]
+    return [s for s in signals if id(s) in enders or (s.root and _near(lines, s.line))]
+
+
+def _near(lines: list[int], line: int) -> bool:
+    from bisect import bisect_left
+
+    i = bisect_left(lines, line - DEATH_WINDOW)
+    return i < len(lines) and lines[i] <= line + DEATH_WINDOW
 
 
 def _fatal_anywhere(signal: Signal) -> bool:
@@ -227,10 +284,30 @@ class Timeline:
         self.attempts: list[Attempt] = [Attempt(index=1, first_line=1)]
         self._open: dict[str, Chain] = {}
         self._last_line_signal: Signal | None = None
+        self.dropped_attempts = 0
 
     @property
     def current(self) -> Attempt:
         return self.attempts[-1]
+
+    def lines_in_use(self) -> set[int]:
+        """Line numbers that kept events, signals and tracebacks point at (their evidence)."""
+        out: set[int] = set()
+        for a in self.attempts:
+            out.update(e.line for e in a.events)
+            chains = list(a.chains)
+            for s in a.signals:
+                out.add(s.line)
+                out.update(e.line for e in s.events)
+                if s.chain is not None:
+                    chains.append(s.chain)
+            for c in chains:
+                for tb in c.tracebacks:
+                    out.add(tb.start_line)
+                    out.update(f.line for f in tb.frames)
+                    if tb.exception is not None:
+                        out.add(tb.exception.line)
+        return out
 
     def feed(self, line: Line, events: list[ev.Event]) -> None:
         if not events:
@@ -245,8 +322,8 @@ class Timeline:
             self._track_phase(event, attempt)
             if isinstance(event, ev.Ready):
                 if attempt.ready is None:
+                    attempt.add(event)  # before `ready` is set: the startup's last event, never dropped
                     attempt.ready = event
-                    attempt.add(event)
                 continue
             if isinstance(event, ev.Frame) and not _keep_frame(chain):
                 continue
@@ -267,7 +344,7 @@ class Timeline:
             return
         if attempt.signals and attempt.signals[-1].line > tb.frames[-1].line:
             return
-        attempt.signals.append(Signal(
+        attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
             chain=chain, origin_phase=attempt.origin_phase.get(chain.origin), after_ready=attempt.ready is not None,
             cut=True,
@@ -280,24 +357,27 @@ class Timeline:
         if repeated and (attempt.fatal is not None or attempt.ready is not None):
             self.attempts.append(Attempt(index=attempt.index + 1, first_line=line.no))
             self._open.clear()
+            if len(self.attempts) > MAX_ATTEMPTS:
+                del self.attempts[1]  # a restart loop: keep the first attempt and the latest ones
+                self.dropped_attempts += 1
         self.current.config_sources |= sources
 
     def _track_traceback(self, event: ev.Event, line: Line) -> Chain | None:
         origin = line.origin
         chain = self._open.get(origin)
         if isinstance(event, ev.TracebackStart):
-            if chain is None or not chain.open_for_more:
+            if chain is None or not chain.open_for_more or len(chain.tracebacks) >= MAX_TRACEBACKS_PER_CHAIN:
                 chain = Chain(origin=origin)
-                self.current.chains.append(chain)
-                self._open[origin] = chain
+                self.current.add_chain(chain)
+                self._remember(origin, chain)
             chain.tracebacks.append(Traceback(start_line=line.no))
             chain.open_for_more = False
             return chain
         if isinstance(event, ev.Frame):
             if chain is None or not chain.tracebacks or chain.tracebacks[-1].exception is not None:
                 chain = Chain(origin=origin, tracebacks=[Traceback(start_line=line.no)])
-                self.current.chains.append(chain)
-                self._open[origin] = chain
+                self.current.add_chain(chain)
+                self._remember(origin, chain)
             tb = chain.tracebacks[-1]
             if len(tb.frames) < MAX_FRAMES_PER_TRACEBACK:
                 tb.frames.append(event)
@@ -313,9 +393,14 @@ class Timeline:
             return None
         return None
 
+    def _remember(self, origin: str, chain: Chain) -> None:
+        self._open[origin] = chain
+        if len(self._open) > MAX_ORIGINS:
+            del self._open[next(iter(self._open))]
+
     def _track_phase(self, event: ev.Event, attempt: Attempt) -> None:
         phase = _phase_of_event(event)
-        if phase:
+        if phase and (event.origin in attempt.origin_phase or len(attempt.origin_phase) < MAX_ORIGINS):
             attempt.origin_phase[event.origin] = phase
 
     def _signal(self, line: Line, events: list[ev.Event], chain: Chain | None, attempt: Attempt) -> None:
@@ -336,7 +421,7 @@ class Timeline:
                 if previous.chain is None and chain is not None:
                     previous.chain = chain
                 return
-        attempt.signals.append(signal)
+        attempt.add_signal(signal)
 
 
 def _no_kv_cache(event: ev.Event) -> bool:

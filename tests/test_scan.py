@@ -1,0 +1,132 @@
+"""The chunk-level scanner hands on exactly the lines a line-by-line reader would select.
+
+Reference: `read.iter_lines` (every physical line, decoded and cut) filtered by a plain
+substring test of the prefilter words, plus the lines in the join window after an anchor
+line. Every search engine installed is held to it, with chunk boundaries in awkward places.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triage import read, scan
+from triage.bundle import WORDS
+from triage.parse import number_words, prefilter, prefilter_words
+from triage.read import InputStats, iter_chunks, iter_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
+
+
+def _engines() -> list[str]:
+    out = []
+    for name in ("hyperscan", "ahocorasick", "python"):
+        try:
+            scan.matcher(name)
+        except ImportError:
+            continue
+        out.append(name)
+    return out
+
+
+ENGINES = _engines()
+NUMBERS = number_words()
+
+
+def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
+    stats = InputStats("ref")
+    grammar, evidence = prefilter_words(), WORDS
+    out, left = [], 0
+    for no, text in enumerate(iter_lines(io.BytesIO(data), stats), 1):
+        in_window = left > 0
+        if in_window:
+            left -= 1
+        g = any(w in text for w in grammar if w not in NUMBERS) or \
+            any(re.search(rf"(?<![0-9]){w}(?![0-9])", text) for w in NUMBERS)
+        e = any(w in text for w in evidence)
+        if g:
+            left = window
+        if g or e or in_window:
+            out.append((no, text, g, e))
+    return out, stats
+
+
+def _scanned(data: bytes, window: int, engine: str) -> tuple[list, InputStats]:
+    stats = InputStats("scan")
+    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, window, engine)), stats
+
+
+def _same(data: bytes, engine: str, window: int = 3) -> None:
+    want, want_stats = _reference(data, window)
+    got, got_stats = _scanned(data, window, engine)
+    assert got == want
+    assert (got_stats.lines, got_stats.truncated_lines, got_stats.bytes) == \
+        (want_stats.lines, want_stats.truncated_lines, want_stats.bytes)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fixture_logs_scan_like_the_line_reader(engine, monkeypatch):
+    monkeypatch.setattr(read, "CHUNK_SIZE", 4096)  # many chunk boundaries inside each log
+    for path in FIXTURES:
+        _same(path.read_bytes(), engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_awkward_inputs_scan_like_the_line_reader(engine, monkeypatch):
+    monkeypatch.setattr(read, "CHUNK_SIZE", 1000)
+    long_plain = b"x" * 70000
+    long_frames = b"\r".join(b"Loading safetensors checkpoint shards: %d%%" % i for i in range(4000))
+    cases = [
+        b"",
+        b"no newline at the end: Traceback (most recent call last):",
+        b"Error\nplain\nplain\nplain\nplain\nError\n",
+        b"a\r\nTraceback (most recent call last):\r\n  File \"x.py\", line 1, in f\r\n",
+        long_plain + b" Error\nnext line\n" + long_plain + b"\n",
+        b"head\n" + long_frames + b"\nafter\n",
+        b"bad utf-8 \xff\xfe Error \xe2\x82\nok\n\xe2\x96\x88 version 0.9.1\n",
+        "\ufeffINFO Uvicorn running on http://0.0.0.0:8000\n".encode(),
+        "ERROR CUDA out of memory. Tried to allocate 2.00 GiB\n".encode("utf-16"),
+        b"x" * 200000,
+        b"Error" + b"y" * 200000 + b"\nafter\nafter\n",
+    ]
+    for data in cases:
+        _same(data, engine)
+
+
+_PIECES = st.sampled_from([
+    b"\n", b"\r", b"\r\n", b" ", b"INFO 10-02 16:20:11 [x.py:1] ", b"(EngineCore_DP0 pid=3) ", b"Error",
+    b"Traceback (most recent call last):", b"MiB", b"401", b"out of memory.", b"\xe2\x96\x88 version",
+    b"\xff", b"\xe2\x96", b"plain words", b"x" * 997, b"7", b":54013",
+])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(_PIECES, max_size=80), chunk=st.integers(min_value=5, max_value=3000))
+def test_random_inputs_scan_like_the_line_reader(engine, pieces, chunk, monkeypatch):
+    monkeypatch.setattr(read, "CHUNK_SIZE", chunk)
+    _same(b"".join(pieces), engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engines_classify_alike(engine):
+    m = scan.matcher(engine)
+    for text in ("plain", "Traceback (most recent call last):", "| 0 NVIDIA H100 MiB |", "GPU 0: x Error",
+                 "█ version 0.9.1", ""):
+        assert m.classify(text) == (any(w in text for w in prefilter_words()), any(w in text for w in WORDS))
+        assert prefilter(text) == m.classify(text)[0]
+    assert m.classify("10.0.0.7:54013 - 200 OK") == (False, False)
+    assert m.classify("403 Client Error") == (True, False)
+
+
+def test_python_key_cover_holds_every_word():
+    words = [w.encode() for w in (*prefilter_words(), *WORDS)]
+    keys = scan._cover(words)
+    for w in words:
+        assert any(k in w for k, _ in keys)

@@ -1,0 +1,74 @@
+"""An on-disk cache of what every run would otherwise rebuild: the LALR tables, the compiled rules.
+
+Start-up time is most of the run for a typical log, so work that depends only on files
+(the grammar, the rule packs) is done once and pickled. A cache file is named after the
+version and the sizes and modification times of its sources, so an edited pack is never
+read stale. Pickles run code when loaded: the folder must be this user's own and writable
+by no one else, or nothing is read from it (or written to it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+
+def cache_dir() -> str | None:
+    """$XDG_CACHE_HOME/vllm-triage (or a per-user folder in /tmp), if it is safe to use."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = os.path.join(xdg, "vllm-triage") if xdg else os.path.join(tempfile.gettempdir(), f"vllm-triage-{os.getuid()}")
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        st = os.stat(base)
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or not stat.S_ISDIR(st.st_mode):
+        return None  # someone else's folder, or one others can write: do not trust what is in it
+    return base
+
+
+def stamp(paths: list[Path], *extra: str) -> str | None:
+    """A short key for the current state of these files (None when one cannot be read)."""
+    parts = [__version__, sys.version, *extra]
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        parts.append(f"{os.path.abspath(path)}:{st.st_mtime_ns}:{st.st_size}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+def load(name: str) -> Any | None:
+    base = cache_dir()
+    if base is None:
+        return None
+    try:
+        with open(os.path.join(base, name), "rb") as fh:
+            return pickle.load(fh)  # noqa: S301 - our own file in our own folder (see cache_dir)
+    except Exception:  # noqa: BLE001 - missing, stale or damaged: rebuild
+        return None
+
+
+def save(name: str, value: Any) -> None:
+    base = cache_dir()
+    if base is None:
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, os.path.join(base, name))
+    except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time
+        try:
+            os.unlink(tmp)
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,58 @@
+"""The hardened YAML loader for rule packs (imported only when a pack is actually read)."""
+
+from __future__ import annotations
+
+import yaml
+
+from .rules import LineDict
+
+MAX_DEPTH = 40  # a rule nests 5 levels; `[[[[...` 5000 deep would exhaust the composer's recursion
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader minus aliases, plus duplicate-key refusal, a nesting limit and line numbers on mappings."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.MarkedYAMLError("while composing", None, "aliases (*name) are not allowed in rule packs",
+                                       event.start_mark)
+        if self._depth >= MAX_DEPTH:
+            raise yaml.MarkedYAMLError("while composing", None, f"nested more than {MAX_DEPTH} levels deep",
+                                       self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (dict, list, set)):
+                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
+                                           "a key must be a plain value, not a list or mapping", key_node.start_mark)
+            if key in seen:
+                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
+                                           f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        mapping = LineDict(super().construct_mapping(node, deep=True))
+        mapping.line = node.start_mark.line + 1
+        return mapping
+
+
+def _construct_map(loader, node):
+    """The mapping itself (SafeLoader's builds a plain dict and copies into it, losing the line)."""
+    return loader.construct_mapping(node, deep=True)
+
+
+def _refuse_tag(loader, tag_suffix, node):  # pragma: no cover - exercised through the loader
+    raise yaml.MarkedYAMLError(None, None, f"YAML tag {node.tag!r} is not allowed in rule packs", node.start_mark)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+StrictLoader.add_multi_constructor("!", _refuse_tag)
+StrictLoader.add_multi_constructor("tag:yaml.org,2002:python/", _refuse_tag)
