@@ -86,10 +86,11 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     show_traceback = "--traceback" in argv
+    redact = "--no-redact" not in argv
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return _subcommand(argv, stdin, stdout, stderr)
-        return _triage(argv, stdin, stdout)
+        return _triage(argv, stdin, stdout, stderr)
     except TriageError as exc:
         if show_traceback:
             import traceback
@@ -97,9 +98,9 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
             traceback.print_exc(file=stderr)
         if isinstance(exc, RulePackError):
             for problem in exc.problems:
-                stderr.write(f"vllm-triage: {problem}\n")
+                stderr.write(_error_line(problem, redact))
         else:
-            stderr.write(f"vllm-triage: {exc}\n")
+            stderr.write(_error_line(str(exc), redact))
         return EXIT_ERROR
     except KeyboardInterrupt:
         stderr.write("vllm-triage: interrupted\n")
@@ -111,15 +112,30 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
             import traceback
 
             traceback.print_exc(file=stderr)
-        stderr.write(f"vllm-triage: internal error: {type(exc).__name__}: {exc} (run with --traceback for details)\n")
+        detail = f"internal error: {type(exc).__name__}: {str(exc)[:300]} (run with --traceback for details)"
+        stderr.write(_error_line(detail, redact))
         return EXIT_ERROR
 
 
-def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str]) -> int:
+def _error_line(message: str, redact: bool = True) -> str:
+    """One line on stderr, whatever the message holds (a YAML error spans lines; a path may hold a token)."""
+    from .redact import redact_text
+
+    text = " ".join(message.split())
+    return f"vllm-triage: {redact_text(text) if redact else text}\n"
+
+
+NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the log unmasked; "
+                     "keep this report local, never paste it\n")
+
+
+def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     from .pipeline import Options, load_rules, run
     from .read import open_source
 
     args = _triage_parser().parse_args(argv)
+    if args.no_redact:
+        (stderr or sys.stderr).write(NO_REDACT_WARNING)
     if args.follow is not None or args.timeout is not None:
         from .live import follow_command
 

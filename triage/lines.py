@@ -73,8 +73,10 @@ _VLLM_HEADER = re.compile(
 _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
 _QUOTE = re.compile(r"(?:>\s?)+")
 _NUMBERED = re.compile(rf"\d{{1,9}}(?::|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File )")
-_RAY_REPEAT = re.compile(r"\s*\[repeated (\d+)x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
-_RAY_DEDUP_NOTE = re.compile(r"\s*\(Ray deduplicates logs by default\..*\)\s*$")
+# No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
+# run of spaces, a leading `\s*` makes the search quadratic.
+_RAY_REPEAT = re.compile(r"\[repeated (\d+)x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
+_RAY_DEDUP_NOTE = re.compile(r"\(Ray deduplicates logs by default\..*\)\s*$")
 _PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
@@ -165,10 +167,10 @@ def _peel_ray_repeat(text: str) -> tuple[str, int]:
         return text, 1
     m = _RAY_REPEAT.search(text)
     if m:
-        return text[: m.start()], int(m.group(1))
+        return text[: m.start()].rstrip(), int(m.group(1))
     m = _RAY_DEDUP_NOTE.search(text)
     if m:
-        return text[: m.start()], 1
+        return text[: m.start()].rstrip(), 1
     return text, 1
 
 

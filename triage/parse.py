@@ -70,6 +70,16 @@ def _cache_path() -> str | bool:
 @lru_cache(maxsize=1)
 def anchors() -> tuple[re.Pattern[str], dict[str, str]]:
     """One regex with a named group per start rule, from each rule's first terminals."""
+    groups, names = anchor_groups()
+    return re.compile("|".join(source for _, _, source in groups)), names
+
+
+@lru_cache(maxsize=1)
+def anchor_groups() -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """(group name, start rule, regex source) in search order, and group name -> rule.
+
+    `anchors()` joins them into one pattern; the line parser compiles only the groups a log
+    needs (compiling the whole pattern costs more than parsing a small log)."""
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
     first = _first_terminals(lark)
@@ -80,12 +90,24 @@ def anchors() -> tuple[re.Pattern[str], dict[str, str]]:
     for i, rule in ordered:
         pats = []
         for term in sorted(first[rule]):
-            pattern = terminals[term].pattern
-            pats.append(pattern.to_regexp())
+            regexp = terminals[term].pattern.to_regexp()
+            pats.append(f"(?<!{RUN_HEADS[term]})(?:{regexp})" if term in RUN_HEADS else regexp)
         group = f"a{i}"
         names[group] = rule
-        groups.append(f"(?P<{group}>{'|'.join(pats)})")
-    return re.compile("|".join(groups)), names
+        groups.append((group, rule, f"(?P<{group}>{'|'.join(pats)})"))
+    return groups, names
+
+
+# Anchors that open with a repeated class (`[\w.\-]+: error: `, `\d+ is not divisible`): a search
+# tries them from every offset of a long word, quadratic in its length (one 64 KiB base64 line
+# took minutes). A match can only start where such a run starts; the scan says so with a
+# lookbehind (the grammar is unchanged). tests/test_hostile_input.py times every anchor.
+RUN_HEADS: dict[str, str] = {
+    "EXC_NAME": r"[\w.]",
+    "USAGE_HEAD": r"[\w.\-]",
+    "NO_VLLM_IMPL": r"[\w.]",
+    "NOT_DIVISIBLE_BY": r"\d",
+}
 
 
 # Literal words that every match of a true regex anchor contains (the others are derived).
@@ -108,6 +130,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DTYPE_FOR_QUANT": (" is not supported for quantization method",),
     "QUOTED_TICK": ("`",),
     "DIST_INIT": ("DistNetworkError", "DistStoreError", "waiting for clients", "The client socket has timed out after"),
+    "LOGO_VERSION": ("█",),  # the logo pads with several spaces before "version"
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
                   "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
@@ -169,48 +192,62 @@ HINT_LOOKBACK: dict[str, str] = {
     "FRAME_FILE": "", "V0_WORKER_DIED": r"[\w\- ]", "ERRNO_ADDR": "", "HTTP_AUTH": "", "NCCL_HEAD": "",
     "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
     "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "",
-    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".",
+    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "",
 }
 
 
 @lru_cache(maxsize=1)
-def _word_lookback() -> dict[str, re.Pattern[str] | None]:
-    """Each prefilter word -> the characters an anchor match may hold before it (None: none)."""
+def _word_groups() -> dict[str, tuple[tuple[int, re.Pattern[str] | None], ...]]:
+    """Each prefilter word -> the anchor groups it can open (their search order), each with the
+    characters the group's match may hold before the word (None: it starts at the word)."""
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
-    classes: dict[str, set[str]] = {}
-    for firsts in _first_terminals(lark).values():
-        for name in firsts:
+    first = _first_terminals(lark)
+    out: dict[str, dict[int, set[str]]] = {}
+    for order, (_, rule, _) in enumerate(anchor_groups()[0]):
+        for name in first[rule]:
             back = HINT_LOOKBACK.get(name, ".") if name in REGEX_HINTS else ""
             for word in _literals(name, terminals[name].pattern):
-                classes.setdefault(word, set()).add(back)
-    return {w: re.compile("|".join(sorted(c - {""})), re.S) if c - {""} else None for w, c in classes.items()}
+                out.setdefault(word, {}).setdefault(order, set()).add(back)
+    return {w: tuple((order, re.compile("|".join(sorted(c - {""})), re.S) if c - {""} else None)
+                     for order, c in sorted(groups.items()))
+            for w, groups in out.items()}
 
 
-def _anchor_candidates(text: str) -> list[int]:
-    """Every position where an anchor match may begin (a superset), from the words' positions."""
+def _anchor_candidates(text: str) -> list[tuple[int, tuple[int, ...]]]:
+    """Every position where an anchor match may begin (a superset), with the groups that may
+    match there in search order: from the positions of the prefilter words in the text."""
     from .scan import matcher
 
-    lookback = _word_lookback()
-    out: set[int] = set()
+    info = _word_groups()
+    at: dict[int, set[int]] = {}
+    walked: set[tuple[int, int, int]] = set()  # (group, lookback, position) already walked back from
     for start, word in matcher().occurrences(text):
-        back = lookback.get(word)
-        out.add(start)
-        if back is not None:
+        for order, back in info.get(word, ()):
+            at.setdefault(start, set()).add(order)
             j = start
-            while j > 0 and back.match(text, j - 1):
+            # Walk back over the characters the match may hold before the word; stop where a
+            # walk of the same kind already went (else a long run of words is quadratic).
+            while back is not None and j > 0 and (order, id(back), j) not in walked and back.match(text, j - 1):
+                walked.add((order, id(back), j))
                 j -= 1
-                out.add(j)
-    return sorted(out)
+                at.setdefault(j, set()).add(order)
+    return [(p, tuple(sorted(at[p]))) for p in sorted(at)]
 
 
-def _search(pattern: re.Pattern[str], text: str, pos: int, candidates: list[int]) -> re.Match[str] | None:
-    """`pattern.search(text, pos)`, trying only the candidate positions."""
-    for p in candidates[bisect_left(candidates, pos):]:
-        m = pattern.match(text, p)
-        if m:
-            return m
+def _search(text: str, pos: int, candidates: list[tuple[int, tuple[int, ...]]]) -> re.Match[str] | None:
+    """`anchors()[0].search(text, pos)`, trying only candidate positions and groups."""
+    for p, orders in candidates[bisect_left(candidates, (pos,)):]:
+        for order in orders:
+            m = _group_pattern(order).match(text, p)
+            if m:
+                return m
     return None
+
+
+@lru_cache(maxsize=None)
+def _group_pattern(order: int) -> re.Pattern[str]:
+    return re.compile(anchor_groups()[0][order][2])
 
 
 def _first_terminals(lark: Lark) -> dict[str, set[str]]:
@@ -262,11 +299,11 @@ def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     text = normalise(line.text)
     if not text:
         return [], False
-    pattern, names = anchors()
+    names = anchor_groups()[1]
     tries: dict[str, list[int]] = {}
     pos, found = 0, 0
     candidates = _anchor_candidates(text)
-    while found < MAX_ANCHORS_PER_LINE and (m := _search(pattern, text, pos, candidates)):
+    while found < MAX_ANCHORS_PER_LINE and (m := _search(text, pos, candidates)):
         rule = names[m.lastgroup or ""]
         found += 1
         # A start-of-message anchor (an exception name) may hide another inside it
@@ -321,12 +358,12 @@ def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]
 
 
 @lru_cache(maxsize=1)
-def _simple_rules() -> dict[str, tuple[re.Pattern[str], str, str, bool, bool]]:
+def _simple_rules() -> dict[str, tuple[str, str, str, bool, bool]]:
     """Start rules of the shape `rule: HEAD TAIL?` (one named terminal, then the rest of the line).
 
     Such a rule's tree is the head's match and the text after it, so it is built without
     running the parser: most anchor lines of a long log (metrics lines, progress bars) are
-    of this kind. rule -> (head pattern, head name, tree name, may have a tail, may lack one).
+    of this kind. rule -> (head regex, head name, tree name, may have a tail, may lack one).
     """
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
@@ -343,9 +380,14 @@ def _simple_rules() -> dict[str, tuple[re.Pattern[str], str, str, bool, bool]]:
         (head,) = next(iter(heads)) or ("",)
         if head.startswith("_") or head not in terminals or head == "TAIL":
             continue
-        out[rule] = (re.compile(terminals[head].pattern.to_regexp()), head, next(iter(aliases)) or rule,
+        out[rule] = (terminals[head].pattern.to_regexp(), head, next(iter(aliases)) or rule,
                      ("TAIL",) in tails, () in tails)
     return out
+
+
+@lru_cache(maxsize=None)
+def _compiled(regexp: str) -> re.Pattern[str]:
+    return re.compile(regexp)
 
 
 def _quick_tree(rule: str, text: str) -> Tree | None:
@@ -353,8 +395,8 @@ def _quick_tree(rule: str, text: str) -> Tree | None:
     shape = _simple_rules().get(rule)
     if shape is None:
         return None
-    pattern, head, name, with_tail, bare = shape
-    m = pattern.match(text)
+    regexp, head, name, with_tail, bare = shape
+    m = _compiled(regexp).match(text)
     if m is None:
         return None
     rest = text[m.end():].lstrip(" ")

@@ -138,7 +138,8 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
     head, stream = _peek(stream, 4)
     if head[:2] == b"\x1f\x8b":
         stats.compressed = True
-        stream = io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED))
+        # the encoding is that of the unpacked text (a gzipped UTF-16 log has its BOM inside)
+        head, stream = _peek(io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED)), 4)
     encoding = _sniff_encoding(head, stats)
     transcode = None if encoding == "utf-8" else codecs.getincrementaldecoder(encoding)(errors="replace")
     first = True

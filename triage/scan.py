@@ -118,10 +118,11 @@ class Matcher:
 
     def __init__(self, grammar_words: Iterable[str], evidence_words: Iterable[str], backend: str | None = None,
                  numbers: Iterable[str] = ()):
-        g, e = sorted(set(grammar_words)), sorted(set(evidence_words))
-        self.words = [w.encode() for w in g] + [w.encode() for w in e]
-        self.grammar_count = len(g)
-        self._str_words = (tuple(g), tuple(e))
+        g, e = set(grammar_words), set(evidence_words)
+        self._str_words = sorted(g | e)
+        self.words = [w.encode() for w in self._str_words]
+        self._grammar = [w in g for w in self._str_words]  # by word index: an anchor word, an evidence word
+        self._evidence = [w in e for w in self._str_words]
         # Words that count only as a whole number (`\b401\b`): a port 54013 holds no HTTP 401.
         self._numbers = {i: len(w) for i, w in enumerate(self.words) if w.decode() in set(numbers)}
         self.engine = _engine(self.words, backend)
@@ -139,21 +140,19 @@ class Matcher:
 
     def occurrences(self, text: str) -> list[tuple[int, str]]:
         """(position, word) of every grammar word in a line of text, overlapping ones included."""
-        g = self._str_words[0]
+        words, anchor = self._str_words, self._grammar
         data = text.encode("utf-8", "surrogatepass")
-        hits = [(start, i) for start, i in self.hits(data) if i < self.grammar_count]
+        hits = [(start, i) for start, i in self.hits(data) if anchor[i]]
         if text.isascii():
-            return [(start, g[i]) for start, i in hits]
-        return [(len(data[:start].decode("utf-8", "surrogatepass")), g[i]) for start, i in hits]
+            return [(start, words[i]) for start, i in hits]
+        return [(len(data[:start].decode("utf-8", "surrogatepass")), words[i]) for start, i in hits]
 
     def classify(self, text: str) -> tuple[bool, bool]:
         """(holds a grammar word, holds an evidence word) for one line of text."""
         grammar = evidence = False
         for _, i in self.hits(text.encode("utf-8", "surrogatepass")):
-            if i < self.grammar_count:
-                grammar = True
-            else:
-                evidence = True
+            grammar = grammar or self._grammar[i]
+            evidence = evidence or self._evidence[i]
         return grammar, evidence
 
 
