@@ -21,16 +21,19 @@ WORDS = ("MiB", "NVIDIA-SMI", "Driver Version", "/dev/nvidia", "PyTorch version:
          "used_memory", "used_gpu_memory", "GPU 0:", "GPU 1:", "GPU 2:", "GPU 3:", "00000000:")
 
 _SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
-_SMI_GPU = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
+# Possessive `\s++`/`\d++` and the `(?<=\S)` after each lazy name keep these linear: with plain
+# `\s+` around a lazy `(.+?)`, a line of spaces made the match cubic (seconds for 2 KB).
+_SMI_GPU = re.compile(r"^\|\s++(\d++)\s++(.+?)(?<=\S)\s++(?:On|Off)\s++\|")
 _SMI_MEMORY = re.compile(r"\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|")
 _SMI_PROCESS = re.compile(
-    r"^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C|G|C\+G|M|M\+C)\s+(.+?)\s+(\d+|N/A)(?:MiB)?\s+\|")
+    r"^\|\s++(\d++)\s++(?:(?:N/A|\d++)\s++(?:N/A|\d++)\s++)?(\d++)\s++(C|G|C\+G|M|M\+C)\s++(.+?)(?<=\S)\s++"
+    r"(\d++|N/A)(?:MiB)?\s++\|")
 _FUSER = re.compile(r"^(?:/dev/nvidia[\w-]*:)?\s+(\S+)\s+(\d+)\s+[FfmMrRcCeE.]{4,6}\s+(\S+)")
 _ENV = {
     "PyTorch version:": "torch_version", "vLLM Version:": "vllm_version", "Nvidia driver version:": "driver_version",
     "CUDA used to build PyTorch:": "torch_cuda_version", "CUDA runtime version:": "cuda_runtime_version",
 }
-_ENV_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID.*\))?$")
+_ENV_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID[^()]*\))?$")
 
 
 class BundleReader:

@@ -406,6 +406,13 @@ class UsageError(Event):
     message: str = ""
 
 
+class RestartCount(Event):
+    """A supervisor restarting the server again (systemd's restart counter)."""
+
+    kind: Literal["restart_count"] = "restart_count"
+    count: int
+
+
 class SignalKilled(Event):
     """A bare `Killed` from a shell, or a fatal signal named by Python/Ray."""
 
@@ -458,7 +465,7 @@ AnyEvent = Annotated[
         TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine, AddressInUse,
         HubAuthError, RepoNotFound, ArchitectureUnsupported, NotDivisible, NotEnoughGpus, CapabilityTooLow,
         DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, UsageError, SignalKilled,
-        GpuInfo, GpuProcess, SystemInfo,
+        GpuInfo, GpuProcess, SystemInfo, RestartCount,
     ],
     Field(discriminator="kind"),
 ]

@@ -129,6 +129,8 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
     elif isinstance(e, ev.SwapSpace):
         put("swap_bytes", e.swap, e)
         put("cpu_total_bytes", e.cpu_total, e)
+    elif isinstance(e, ev.RestartCount):
+        facts["restart_count"] = Fact(max(e.count, facts.value("restart_count") or 0), e.line, e.origin)
     elif isinstance(e, ev.GpuInfo):
         put("gpu_name", e.name, e)
         put("gpu_total_bytes", e.total, e)

@@ -32,7 +32,8 @@ START_RULES = (
     "hub_missing", "architecture", "not_divisible", "not_enough_gpus", "bf16_capability", "cc_below",
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
-    "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init",
+    "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
+    "systemd_oom",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
@@ -804,6 +805,22 @@ class ToEvents(Transformer):
 
     def dist_init(self, head, tail=None):
         return {"kind": "nccl_error", "problem": f"distributed init failed ({head})"}
+
+    def systemd_restart(self, count, *rest):
+        return {"kind": "restart_count", "count": _int(count)}
+
+    def systemd_exit(self, code, status, tail=None):
+        how, value = str(code).rstrip(","), str(status)
+        if value.startswith("9/") or value == "9" and how == "killed":
+            return {"kind": "killed", "signal": "SIGKILL"}
+        if value.startswith("7/") and how == "killed":
+            return {"kind": "killed", "signal": "SIGBUS"}
+        number = int(value.split("/")[0])
+        return {"kind": "process_died", "name": "main process (systemd)",
+                "exit_code": -number if how == "killed" else number, "wrapper": f"systemd: {how}"}
+
+    def systemd_oom(self, tail=None):
+        return {"kind": "host_memory_problem", "problem": "systemd: the kernel OOM killer killed a process of the unit"}
 
     def world_size(self, world, gpus, tail=None):
         return {"kind": "not_enough_gpus", "required": _int(world), "available": _int(gpus),

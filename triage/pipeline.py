@@ -15,13 +15,14 @@ from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
 from .redact import redact_data
 from .scan import Marked, iter_marked
-from .report import AttemptSummary, Failure, InputInfo, Report, VllmInfo
+from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
 from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
 from .timeline import Timeline
 
 MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones are dropped
 RECENT_TEXTS = 2000
 MAX_JOINS = 3
+MAX_DOWNSTREAM = 8
 EVIDENCE_CHARS = 600
 
 
@@ -70,19 +71,57 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     timeline = Timeline()
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
+    order = _Order()
     for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS)):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
+        order.see(line, events)
         if len(texts) > prune_at:  # a long log: keep the texts of lines that kept events point at
             _prune_texts(texts, timeline)
             prune_at = max(MAX_EVIDENCE_LINES, 2 * len(texts))
         if options.on_event is not None:
             options.on_event(timeline, line, events)
     timeline.finish()
+    if order.reversed():  # an export that lists the newest line first: read it bottom-up
+        timeline = Timeline()
+        for line, events in reversed(order.kept):
+            timeline.feed(line, events)
+        timeline.finish()
     report = build_report(timeline, rules, texts, stats)
+    if order.reversed():
+        report.notes.append("the log lists its newest lines first; it was read bottom-up")
     if options.redact:
         report = Report.model_validate(redact_data(report.model_dump()))
     return report
+
+
+class _Order:
+    """Tells a newest-first export from a log: vLLM's timestamps mostly go backwards.
+
+    Keeps the (line, events) pairs of a small log so it can be read again bottom-up;
+    a long log is assumed to be in order (exports that reverse it are pasted excerpts).
+    """
+
+    MAX_KEPT = 20000
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[Line, list[ev.Event]]] = []
+        self.back = self.forward = 0
+        self._last: str | None = None
+
+    def see(self, line: Line, events: list[ev.Event]) -> None:
+        if len(self.kept) < self.MAX_KEPT:
+            self.kept.append((line, events))
+        if line.time:
+            if self._last is not None and line.time != self._last:
+                if line.time < self._last:
+                    self.back += 1
+                else:
+                    self.forward += 1
+            self._last = line.time
+
+    def reversed(self) -> bool:
+        return len(self.kept) < self.MAX_KEPT and self.back >= 3 and self.back > 3 * self.forward
 
 
 def _prune_texts(texts: dict[int, tuple[str, str]], timeline: Timeline) -> None:
@@ -162,6 +201,16 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
             for d in earlier.diagnoses:
                 if all(d.id != x.id for x in diagnoses):
                     diagnoses.append(d.model_copy(update={"confidence": round(d.confidence * 0.8, 2)}))
+    summaries = [_summary(r) for r in results]
+    repeats = _trailing_repeats(summaries)
+    summaries[-1].repeats = repeats
+    notes = _notes(results, stats, timeline.dropped_attempts)
+    if repeats > 1:
+        notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
+                        "a restart loop")
+    restarts = last.facts.value("restart_count") or max((r.facts.value("restart_count") or 0) for r in results)
+    if restarts:
+        notes.insert(0, f"a supervisor (systemd) has restarted the server {restarts} times: the failure below repeats")
     return Report(
         input=InputInfo(name=stats.name, lines=stats.lines, bytes=stats.bytes,
                         truncated_lines=stats.truncated_lines, compressed=stats.compressed),
@@ -170,9 +219,22 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
         failure=_failure(last, texts),
         facts=exported_facts(last.facts),
         diagnoses=diagnoses,
-        attempts=[_summary(r) for r in results],
-        notes=_notes(results, stats, timeline.dropped_attempts),
+        attempts=summaries,
+        notes=notes,
     )
+
+
+def _trailing_repeats(summaries: list[AttemptSummary]) -> int:
+    """How many attempts at the end failed with the same leading cause (a restart loop)."""
+    last = summaries[-1]
+    if last.outcome != "failed" or not last.causes:
+        return 1
+    count = 0
+    for s in reversed(summaries):
+        if s.outcome != "failed" or s.causes[:1] != last.causes[:1]:
+            break
+        count += 1
+    return count
 
 
 def _outcome(result: AttemptResult) -> str:
@@ -190,7 +252,30 @@ def _failure(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> Failur
     if fatal.cut:
         message = f"(the log ends inside this traceback) {message}"
     return Failure(phase=fatal.phase, line=fatal.line, origin=fatal.origin, message=message[:1000],
-                   exception=exc.type if exc else None)
+                   exception=exc.type if exc else None, downstream=_downstream(result, texts))
+
+
+def _downstream(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> list[Echo]:
+    """What other processes printed after the fatal error: they died because it did.
+
+    One line per origin (its first error after the fatal one), so a multi-rank log says
+    which rank failed first and which only followed.
+    """
+    fatal = result.fatal
+    seen: set[str] = {fatal.origin} if fatal else set()
+    out: list[Echo] = []
+    for s in result.attempt.signals:
+        if fatal is None or s.line <= fatal.line or s.origin in seen or s.shutdown:
+            continue
+        seen.add(s.origin)
+        exc = s.exception
+        text = f"{exc.type}: {exc.message}" if exc else texts.get(s.line, ("", ""))[1]
+        if s.cut:
+            text = "a traceback (the log ends inside it)"
+        out.append(Echo(line=s.line, origin=s.origin, message=text[:300]))
+        if len(out) >= MAX_DOWNSTREAM:
+            break
+    return out
 
 
 def _vllm_info(result: AttemptResult, timeline: Timeline) -> VllmInfo:

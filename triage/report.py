@@ -38,12 +38,21 @@ class VllmInfo(_Model):
     engine: Literal["v0", "v1"] | None = None
 
 
+class Echo(_Model):
+    """Another process's error after the fatal one: it failed because the first one did."""
+
+    line: int
+    origin: str = ""
+    message: str
+
+
 class Failure(_Model):
     phase: str | None = None
     line: int
     origin: str = ""
     message: str
     exception: str | None = None
+    downstream: list[Echo] = Field(default_factory=list)
 
 
 class Evidence(_Model):

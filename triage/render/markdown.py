@@ -14,6 +14,11 @@ def render(report: Report, **_: object) -> str:
     out = [f"## vllm-triage: {report.outcome}", "", headline(report), ""]
     if report.failure:
         out += ["**Failure**", "", "```", report.failure.message, "```", ""]
+        if report.failure.downstream:
+            out += ["Then, because of it:", ""]
+            out += [f"- line {e.line}, {e.origin or 'main process'}: {_code(e.message[:200])}"
+                    for e in report.failure.downstream]
+            out.append("")
     if report.outcome == "failed" and not report.diagnoses:
         out += ["No known cause matched; see the failure above.", ""]
     for i, d in enumerate(report.diagnoses, 1):

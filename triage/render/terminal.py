@@ -23,6 +23,9 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
     console.print(Text(headline(report), style=OUTCOME_STYLE[report.outcome]))
     if report.failure:
         console.print(Text(_clip(report.failure.message, 400), style="red"))
+        for echo in report.failure.downstream[:3]:
+            who = echo.origin or "main process"
+            console.print(Text(f"then {who} (line {echo.line}): {_clip(echo.message, width - 30)}", style="dim"))
     if report.outcome == "failed" and not report.diagnoses:
         console.print("No known cause matched this failure; the evidence is above.")
     for i, d in enumerate(report.diagnoses, 1):
