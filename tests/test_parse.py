@@ -133,6 +133,13 @@ def test_families(text, kind, field, value):
     ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': -7}",
      "process_died"),
     ("vllm-1 exited with code 137", "killed"),
+    ("Feb 23 16:58:10 host systemd[1648]: vllm.service: Scheduled restart job, restart counter is at 27.",
+     "restart_count"),
+    ("Feb 23 16:58:05 host systemd[1648]: vllm.service: Main process exited, code=killed, status=9/KILL", "killed"),
+    ("Feb 23 16:58:05 host systemd[1648]: vllm.service: Main process exited, code=exited, status=1/FAILURE",
+     "process_died"),
+    ("Feb 23 16:58:05 host systemd[1]: vllm.service: A process of this unit has been killed by the OOM killer.",
+     "host_memory_problem"),
     ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_auth_error"),
     ("Repository Not Found for url: https://huggingface.co/api/models/Qwen/Qwen2.5-7B-Instrcut.", "repo_not_found"),
 ])
