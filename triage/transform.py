@@ -386,7 +386,7 @@ class ToEvents(Transformer):
 
     def systemd_exit(self, code, status, tail=None):
         how, value = str(code).rstrip(","), str(status)
-        if value.startswith("9/") or value == "9" and how == "killed":
+        if how == "killed" and value.split("/")[0] == "9":
             return {"kind": "killed", "signal": "SIGKILL"}
         if value.startswith("7/") and how == "killed":
             return {"kind": "killed", "signal": "SIGBUS"}
