@@ -51,7 +51,10 @@ class BundleReader:
             return []
         where = {"line": line.no, "origin": line.origin}
         for reader in (self._smi_header, self._smi_gpu, self._smi_process, self._csv, self._fuser, self._env):
-            made = reader(text, where)
+            try:
+                made = reader(text, where)
+            except (ValueError, ArithmeticError):  # a figure of 5000 digits, or out of range: not evidence
+                continue
             if made is not None:
                 return made
         return []

@@ -95,6 +95,8 @@ class Expr:
 
 def compile_expr(source: object) -> Expr:
     """Parse once; raise ExpressionError with the column on a syntax error."""
+    if isinstance(source, float) and not math.isfinite(source):  # YAML's .inf and .nan
+        raise ExpressionError(f"number out of range: {source}")
     text = str(source).strip() if not isinstance(source, bool) else ("true" if source else "false")
     if len(text) > MAX_EXPR_CHARS:
         raise ExpressionError(f"expression longer than {MAX_EXPR_CHARS} characters")

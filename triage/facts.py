@@ -10,6 +10,7 @@ under its host PID".
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -177,11 +178,22 @@ def attribute_processes(oom: ev.TorchOom, failing_pid: int | None) -> list[tuple
     return labelled
 
 
+def _product(total: Any, util: Any) -> int | None:
+    """total x utilization in bytes; none for figures no device has (`nan`, `inf`, `'x'`)."""
+    try:
+        value = float(total) * float(util)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return int(value) if math.isfinite(value) else None
+
+
 def _derive(facts: Facts, attempt: Attempt) -> None:
     """Figures computed from others, kept as facts so rules read one vocabulary."""
     total, util = facts.get("gpu_total_bytes"), facts.get("gpu_memory_utilization")
     if "budget_bytes" not in facts and total and util:
-        facts["budget_bytes"] = Fact(int(total.value * float(util.value)), util.line, util.origin)
+        budget = _product(total.value, util.value)
+        if budget is not None:
+            facts["budget_bytes"] = Fact(budget, util.line, util.origin)
     free = facts.get("startup_free_bytes")
     if free and total:
         facts["held_at_startup_bytes"] = Fact(max(0, total.value - free.value), free.line, free.origin)

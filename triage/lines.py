@@ -63,7 +63,7 @@ _LOGGER_PEELERS = [
 _COMPOSE = re.compile(r"(?P<svc>[\w.\-\[\]@/]{1,64})\s+\| ?")
 _PROCESS = re.compile(
     r"\(?(?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
-    r"(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
+    r"(?: pid=(?P<pid>\d{1,18}))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
 )
 _RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
 _STAGE = re.compile(r"\[Stage-\d+\]\s")
@@ -75,7 +75,7 @@ _QUOTE = re.compile(r"(?:>\s?)+")
 _NUMBERED = re.compile(rf"\d{{1,9}}(?::|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File )")
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
-_RAY_REPEAT = re.compile(r"\[repeated (\d+)x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
+_RAY_REPEAT = re.compile(r"\[repeated (\d{1,18})x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
 _RAY_DEDUP_NOTE = re.compile(r"\(Ray deduplicates logs by default\..*\)\s*$")
 _PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}

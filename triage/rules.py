@@ -244,19 +244,32 @@ def _compile_rule(path: Path, raw: Any, problems: list[str], causes: set[str] | 
 
 
 def _compile_parts(spec: RuleSpec, where: str, problems: list[str]) -> dict[str, Any]:
+    known = CONTEXT_NAMES | {str(n) for n in spec.figures}
+
+    def names_known(label: str, exprs: list[Expr]) -> bool:
+        """A name no context holds would fail on every log: say so now (`.inf` in YAML reads as `inf`)."""
+        unknown = sorted({n for e in exprs for n in e.names()} - known)
+        if unknown:
+            problems.append(f"{where}: {label}: unknown name {unknown[0]!r}; must be one of: "
+                            f"{', '.join(sorted(known))}")
+        return not unknown
+
     def expr(label: str, source: Any) -> Expr | None:
         try:
-            return compile_expr(source)
+            compiled = compile_expr(source)
         except ExpressionError as exc:
             problems.append(f"{where}: {label}: {exc}")
             return None
+        return compiled if names_known(label, [compiled]) else None
 
     def tmpl(label: str, source: Any) -> Template | None:
         try:
-            return compile_template(source)
+            compiled = compile_template(source)
         except ExpressionError as exc:
             problems.append(f"{where}: {label}: {exc}")
             return None
+        parts = [part[0] for part in compiled.parts if isinstance(part, tuple)]
+        return compiled if names_known(label, parts) else None
 
     figures = {}
     for name, source in spec.figures.items():

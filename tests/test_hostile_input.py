@@ -1,0 +1,626 @@
+"""Hostile input: any bytes in, a bounded answer out.
+
+Property tests (hypothesis) drive reading, line peeling, parsing and the rule expression
+language with arbitrary bytes and with mutations of real log lines: nothing raises but the
+tool's own errors, every physical line is counted, and time stays linear in the input.
+Explicit cases go through the CLI: empty input, NUL bytes, invalid UTF-8, UTF-16, a 100 MB
+line, 10 million empty lines, binaries, gzip (and a gzip bomb), absurd figures, paths that
+are not readable files.
+
+The default run is sized for CI (about half a minute). A longer fuzz run:
+
+    VLLM_TRIAGE_FUZZ=1 .venv/bin/python -m pytest tests/test_hostile_input.py
+
+raises hypothesis' examples and the input sizes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, ROOT
+from triage import events as ev
+from triage import read
+from triage.cli import main
+from triage.errors import ExpressionError, InputError, TriageError
+from triage.expr import FUNCTIONS, FactView, compile_expr, compile_template
+from triage.facts import Fact
+from triage.lines import Line, peel
+from triage.parse import anchors, parse_line_detail
+from triage.read import InputStats, iter_lines
+from triage.redact import redact_text
+
+FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
+EXAMPLES = 3000 if FUZZ else 80
+SCALE = 10 if FUZZ else 1
+PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=not FUZZ,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
+REAL_LINES = sorted({line for p in sorted(FIXTURES.glob("**/*.log"))
+                     for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()})
+FAILURE_LOGS = sorted(p for p in FIXTURES.glob("*/*.log") if p.parent.name not in ("healthy", "damaged"))
+
+
+def cli(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str):
+    """JSON as other tools read it: NaN and Infinity are not JSON."""
+    def refuse(token: str):
+        raise AssertionError(f"{token} in the JSON report")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def one_clear_line(err: str) -> str:
+    """The contract for exit 2: exactly one line on stderr, prefixed, and no traceback."""
+    assert err.count("\n") == 1 and err.startswith("vllm-triage: "), err
+    assert "Traceback" not in err
+    return err
+
+
+def physical_lines(text: str) -> int:
+    """Lines as a reader counts them: split on \\n only (a \\r redraws a progress bar)."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def read_all(data: bytes) -> tuple[list[str], InputStats]:
+    stats = InputStats(name="fuzz")
+    return list(iter_lines(io.BytesIO(data), stats)), stats
+
+
+def expected_lines(data: bytes) -> int:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return physical_lines(data.decode("utf-16", errors="replace"))
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return physical_lines(data.decode("utf-8", errors="replace"))
+
+
+# ---- strategies ---------------------------------------------------------------------------------
+
+PATHOLOGICAL = [" ", "(", "1", "[", ",", "GiB", "GiB ", "1.5 GiB, ", "a", "a.", "a-", "a_", "Error", "Error.",
+                "\t", "'", '"', "x]", ")", ":", "[rank0]:", "(VllmWorker pid=1) ", "\x1b[", "^[[", "#033[",
+                "token=", "https://", "a:b@", "-----BEGIN ", "{", "|", "> ", "0: ", "é", "\r"]
+ANCHORS = ["CUDA out of memory. ", ": error: ", " is not divisible by ", "Error: ", " has no vLLM implementation",
+           "[repeated 3x across cluster]", "Tried to allocate ", "GiB", "Traceback (most recent call last):",
+           'File "x.py", line 1, in f', "max seq len (", "total_gpu_memory (", "# GPU blocks: "]
+
+
+@st.composite
+def mutated_line(draw) -> str:
+    """A real log line, then edits: cut, insert, repeat, replace with hostile characters."""
+    line = draw(st.sampled_from(REAL_LINES))
+    for _ in range(draw(st.integers(0, 4))):
+        i = draw(st.integers(0, len(line)))
+        j = draw(st.integers(i, len(line)))
+        edit = draw(st.sampled_from(["cut", "insert", "repeat", "replace", "splice"]))
+        if edit == "cut":
+            line = line[:i] + line[j:]
+        elif edit == "insert":
+            line = line[:i] + draw(st.text(max_size=20)) + line[i:]
+        elif edit == "repeat":
+            line = line[:i] + line[i:j] * draw(st.integers(2, 50 * SCALE)) + line[j:]
+        elif edit == "replace":
+            line = line[:i] + draw(st.sampled_from(PATHOLOGICAL)) * (j - i) + line[j:]
+        else:
+            line = line[:i] + draw(st.sampled_from(ANCHORS + REAL_LINES)) + line[j:]
+    return line[: read.MAX_LINE_CHARS]
+
+
+hostile_text = st.one_of(
+    mutated_line(),
+    st.text(max_size=300),
+    st.lists(st.sampled_from(PATHOLOGICAL + ANCHORS), max_size=60).map("".join),
+)
+
+
+def to_line(text: str) -> Line:
+    return peel(text, 7)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+@PROPERTY
+@given(st.binary(max_size=4000))
+def test_any_bytes_read_or_refused_cleanly(data):
+    try:
+        lines, stats = read_all(data)
+    except InputError as exc:  # binary, or damaged gzip: one clear line
+        assert "\n" not in str(exc)
+        return
+    assert len(lines) == stats.lines
+    if not data.startswith(b"\x1f\x8b"):
+        assert stats.lines == expected_lines(data)
+    assert all(len(line) <= read.MAX_LINE_CHARS for line in lines)
+
+
+newline_soup = st.lists(st.sampled_from(["\n", "\r", "\r\n", " ", "x", "é", "\x00", "\ufffd", "INFO ", "\x1b[0m"]),
+                        max_size=200).map("".join)
+
+
+@PROPERTY
+@given(st.one_of(newline_soup, st.lists(hostile_text, max_size=20).map("\n".join)),
+       st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-be-bom", "latin-1"]),
+       st.booleans())
+def test_text_in_any_encoding_counts_every_line(text, encoding, gz):
+    if encoding == "utf-16-be-bom":
+        data = b"\xfe\xff" + text.encode("utf-16-be", errors="replace")
+    else:
+        data = text.encode(encoding, errors="replace")
+    try:
+        lines, stats = read_all(gzip.compress(data) if gz else data)
+    except InputError as exc:
+        assert "binary" in str(exc)  # NUL-heavy text is refused as binary, never misread
+        return
+    assert stats.lines == len(lines) == expected_lines(data)
+    assert stats.compressed == gz
+
+
+@PROPERTY
+@given(st.integers(1, 5), st.integers(0, 3 * read.MAX_LINE_CHARS), st.sampled_from([b"x", b"\r", b"ab\r", b"\xff"]))
+def test_long_lines_are_capped_and_counted(n_lines, length, unit):
+    body = (unit * (length // len(unit) + 1))[:length]
+    data = b"\n".join([body] * n_lines)
+    lines, stats = read_all(data)
+    assert stats.lines == len(lines) == expected_lines(data)
+    assert all(len(line) <= read.MAX_LINE_CHARS for line in lines)
+    assert stats.truncated_lines <= n_lines
+
+
+# ---- lines, parse -------------------------------------------------------------------------------
+
+@PROPERTY
+@given(hostile_text)
+def test_peel_and_parse_never_raise(text):
+    line = to_line(text)
+    assert isinstance(line.text, str) and line.no == 7
+    events, ran_out = parse_line_detail(line)
+    assert isinstance(ran_out, bool)
+    for event in events:
+        assert isinstance(event, ev.Event) and event.line == 7
+
+
+@PROPERTY
+@given(st.lists(mutated_line(), min_size=1, max_size=40))
+def test_pipeline_on_mutated_logs_counts_every_line(lines):
+    data = "\n".join(lines).encode("utf-8", errors="replace")
+    code, out, err = cli(["-", "-f", "json"], stdin=data)
+    if code == 2:  # only a refusal of the input as a whole (binary) may stop it
+        assert "binary" in one_clear_line(err)
+        return
+    report = json.loads(out)
+    assert code in (0, 1) and report["input"]["lines"] == expected_lines(data)
+
+
+# ---- linear time ---------------------------------------------------------------------------------
+
+def _best_time(fn, arg, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(arg)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def assert_linear(fn, make, base: int, label: str) -> None:
+    """Time n, 10n and 100n: linear work grows 10x and 100x, quadratic 100x and 10000x.
+
+    The bounds are generous (50x, 500x, against a floor of half a millisecond) so a loaded
+    machine does not fail them, while any super-linear regex still does, and fails early.
+    """
+    floor = 5e-4
+    small = max(_best_time(fn, make(base)), floor)
+    ten = _best_time(fn, make(10 * base))
+    assert ten / small < 50, f"{label}: 10x input took {ten / small:.0f}x the time ({small:.4f}s -> {ten:.4f}s)"
+    hundred = _best_time(fn, make(100 * base), repeat=1)
+    assert hundred / small < 500, f"{label}: 100x input took {hundred / small:.0f}x the time"
+
+
+def _shape(unit: str, prefix: str = "", suffix: str = ""):
+    return lambda n: prefix + (unit * (n // len(unit) + 1))[:n] + suffix
+
+
+def _peel_parse(text: str) -> None:
+    parse_line_detail(peel(text, 1))
+
+
+LINEAR_SHAPES = [
+    (" ", "", "x]"), (" ", "", "x)"), ("\t", "", ")"), ("(", "", ""), ("1", "", ": error: "), ("[", "", ""),
+    (",", "", ""), ("GiB", "", ""), ("1.5 GiB, ", "CUDA out of memory. Tried to allocate ", ""),
+    ("a", "", ": error: "), ("a.", "", " has no vLLM implementation"), ("a-", "", ""), ("1", "", " is not divisible by 2"),
+    ("Error", "", ""), ("Error.", "", ""), ("a", "", "Error"), ("(", "ValueError: ", ")"), ("'", "", ""),
+    ("[rank0]:", "", ""), ("(VllmWorker pid=1) ", "", ""), ("\x1b[", "", ""), ("0: ", "", ""), ("> ", "", ""),
+    ("1", "INFO 01-01 00:00:00 [x.py:1] max seq len (", ")"), ("é", "", "Error"),
+]
+
+
+@pytest.mark.parametrize("unit, prefix, suffix", LINEAR_SHAPES, ids=[repr(u + s)[1:-1][:20] for u, _, s in LINEAR_SHAPES])
+def test_peel_and_parse_stay_linear(unit, prefix, suffix):
+    # 300 -> 30,000 characters: 100x stays under the 64 KiB line cap
+    assert_linear(_peel_parse, _shape(unit, prefix, suffix), 300 * min(SCALE, 2), f"peel+parse {unit!r}")
+
+
+REDACT_SHAPES = [" ", "a", "a-", "a.", "token", "a-token=x ", "https://", "a://b:", "hf_", "sk-", "bearer ",
+                 "-----BEGIN RSA PRIVATE KEY-----", "'", "token='", "[", "--api-key ", "@"]
+
+
+@pytest.mark.parametrize("unit", REDACT_SHAPES)
+def test_redaction_stays_linear(unit):
+    assert_linear(redact_text, _shape(unit), 300 * min(SCALE, 2), f"redact {unit!r}")
+
+
+def test_anchor_scan_stays_linear_on_every_pathological_shape():
+    pattern, _ = anchors()
+    for unit in PATHOLOGICAL:
+        assert_linear(lambda s: list(pattern.finditer(s)), _shape(unit), 300, f"anchors {unit!r}")
+
+
+def test_whole_pipeline_stays_linear_in_the_number_of_lines():
+    from triage.pipeline import run
+
+    lines = random.Random(7).sample(REAL_LINES, 100)
+    block = ("\n".join(lines) + "\n").encode()
+    run(io.BytesIO(block), "warm")
+    assert_linear(lambda data: run(io.BytesIO(data), "x"), lambda n: block * (n // 100), 100 * SCALE, "pipeline")
+
+
+# ---- the CLI on hostile input ---------------------------------------------------------------------
+
+def test_empty_input():
+    code, out, err = cli(["-", "-f", "json"], stdin=b"")
+    report = json.loads(out)
+    assert code == 0 and err == "" and report["input"]["lines"] == 0 and report["outcome"] == "incomplete"
+    assert "the input is empty" in report["notes"]
+
+
+def test_only_whitespace():
+    code, out, _ = cli(["-", "-f", "json"], stdin=b"  \n\t\n\r\n   \n \x0b ")
+    assert code == 0 and json.loads(out)["input"]["lines"] == 5
+
+
+def test_nul_bytes_in_a_log_are_read_past():
+    data = FAILED.read_bytes()
+    head, tail = data[:9000], data[9000:]
+    code, out, _ = cli(["-", "-f", "json"], stdin=head + b"\x00" * 3000 + b"\n" + tail.replace(b" ", b" \x00", 50))
+    report = json.loads(out)
+    assert code == 1 and report["input"]["lines"] == data.count(b"\n") + 1
+    assert report["diagnoses"][0]["id"] == "kv_cache_insufficient"
+
+
+def test_nothing_but_nul_bytes_is_refused_as_binary():
+    code, out, err = cli(["-"], stdin=b"\x00" * 10000)
+    assert code == 2 and out == "" and "binary" in one_clear_line(err)
+
+
+def test_invalid_utf8_is_replaced_not_fatal():
+    data = FAILED.read_bytes()
+    rng = random.Random(1)
+    broken = bytearray(data)
+    for _ in range(200):
+        broken.insert(rng.randrange(len(broken)), rng.choice([0xFF, 0xC3, 0x80, 0xE2, 0xED]))
+    code, out, _ = cli(["-", "-f", "json"], stdin=bytes(broken))
+    report = json.loads(out)
+    assert code in (0, 1) and report["input"]["lines"] == data.count(b"\n") + (not data.endswith(b"\n"))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_with_bom_reads_like_utf8(encoding):
+    text = FAILED.read_text(encoding="utf-8")
+    bom = b"\xff\xfe" if encoding.endswith("le") else b"\xfe\xff"
+    code, out, _ = cli(["-", "-f", "json"], stdin=bom + text.encode(encoding))
+    _, plain, _ = cli([str(FAILED), "-f", "json"])
+    report, expected = json.loads(out), json.loads(plain)
+    assert code == 1
+    assert report["input"]["lines"] == expected["input"]["lines"]
+    assert [d["id"] for d in report["diagnoses"]] == [d["id"] for d in expected["diagnoses"]]
+
+
+def _write_big(path: Path, unit: bytes, total: int) -> None:
+    chunk = unit * ((1 << 20) // len(unit))
+    with path.open("wb") as fh:
+        for _ in range(total // len(chunk)):
+            fh.write(chunk)
+
+
+def _cli_in_subprocess(args: list[str]) -> dict:
+    """Exit code, seconds, peak RSS (MiB), stdout and stderr of the CLI in a fresh process."""
+    code = ("import io, json, resource, time\n"
+            "from triage.cli import main\n"
+            "out, err = io.StringIO(), io.StringIO()\n"
+            "t = time.perf_counter()\n"
+            f"rc = main({args!r}, stdout=out, stderr=err)\n"
+            "print(json.dumps({'rc': rc, 'seconds': time.perf_counter() - t, 'out': out.getvalue(), 'err': err.getvalue(),"
+            " 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_a_100_mb_single_line_is_cut_in_bounded_memory_and_time(tmp_path):
+    size = 100 << 20
+    big = tmp_path / "one-line.log"
+    _write_big(big, b"CUDA out of memory. 1.5 GiB (x" * 3 + b"=" * 100, size)
+    result = _cli_in_subprocess([str(big), "-f", "json"])
+    report = json.loads(result["out"])
+    assert result["rc"] in (0, 1), result["err"]
+    assert report["input"]["lines"] == 1 and report["input"]["truncated_lines"] == 1
+    assert report["input"]["bytes"] == big.stat().st_size
+    assert result["rss_mib"] < 400, f"peak memory {result['rss_mib']} MiB for a {size >> 20} MiB line"
+    assert result["seconds"] < 30
+
+
+def test_a_100_mb_line_through_the_reader_yields_one_capped_line():
+    stats = InputStats(name="big")
+
+    class Endless(io.RawIOBase):
+        left = 100 << 20
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            n = min(len(buffer), self.left)
+            buffer[:n] = b"y" * n
+            self.left -= n
+            return n
+
+    start = time.perf_counter()
+    lines = list(iter_lines(io.BufferedReader(Endless()), stats))
+    assert len(lines) == 1 and len(lines[0]) == read.MAX_LINE_CHARS and stats.truncated_lines == 1
+    assert time.perf_counter() - start < 30
+
+
+def test_ten_million_empty_lines(tmp_path):
+    n = 10_000_000
+    path = tmp_path / "empty-lines.log"
+    path.write_bytes(b"\n" * n)
+    start = time.perf_counter()
+    code, out, _ = cli([str(path), "-f", "json"])
+    assert time.perf_counter() - start < 60
+    report = json.loads(out)
+    assert code == 0 and report["input"]["lines"] == n and report["outcome"] == "incomplete"
+
+
+@pytest.mark.parametrize("head", [
+    b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00" + bytes(range(256)) * 8,
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8,
+    b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 8,
+], ids=["elf", "png", "zip"])
+def test_binary_files_are_refused_in_one_line(head, tmp_path):
+    path = tmp_path / "thing.log"
+    path.write_bytes(head)
+    code, out, err = cli([str(path)])
+    assert code == 2 and out == "" and "binary" in one_clear_line(err)
+
+
+def test_gzip_is_detected_and_read(tmp_path):
+    path = tmp_path / "startup.log.gz"
+    path.write_bytes(gzip.compress(FAILED.read_bytes()))
+    code, out, _ = cli([str(path), "-f", "json"])
+    _, plain, _ = cli([str(FAILED), "-f", "json"])
+    report = json.loads(out)
+    assert code == 1 and report["input"]["compressed"] is True
+    assert report["diagnoses"] == json.loads(plain)["diagnoses"]
+
+
+def _bomb(path: Path, expanded: int) -> None:
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        block = b"INFO 01-01 00:00:00 [x.py:1] nothing to see here\n" * 20000
+        for _ in range(expanded // len(block) + 1):
+            fh.write(block)
+
+
+def test_a_gzip_bomb_stops_at_the_expansion_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(read, "MAX_GZIP_EXPANDED", 4 << 20)
+    path = tmp_path / "bomb.log.gz"
+    _bomb(path, 40 << 20)
+    assert path.stat().st_size < (1 << 20)
+    code, out, err = cli([str(path)])
+    assert code == 2 and out == "" and "expands past" in one_clear_line(err)
+
+
+def test_max_bytes_caps_the_expanded_size_of_gzip(tmp_path):
+    path = tmp_path / "bomb.log.gz"
+    _bomb(path, 8 << 20)
+    code, _, err = cli([str(path), "--max-bytes", str(1 << 20)])
+    assert code == 2 and "larger than the limit" in one_clear_line(err)
+
+
+@pytest.mark.parametrize("data", [gzip.compress(b"INFO hello\n" * 1000)[:60], b"\x1f\x8b\x08\x00garbage" * 20],
+                         ids=["cut", "garbage"])
+def test_damaged_gzip_is_one_line(data):
+    code, _, err = cli(["-"], stdin=data)
+    assert code == 2 and "gzip" in one_clear_line(err)
+
+
+ABSURD = ["1e30", "-5", "7.5", "0", "-0.0", "1" + "0" * 30, "9" * 5000, "1e309", "nan", "inf", "0.000000001"]
+
+
+@pytest.mark.parametrize("value", ABSURD)
+def test_absurd_figures_give_a_best_effort_report(value):
+    """Every number of real failure logs replaced by an absurd one: no traceback, a report."""
+    for path in FAILURE_LOGS[:: max(1, len(FAILURE_LOGS) // (12 * SCALE))]:
+        text = re.sub(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", value, path.read_text(encoding="utf-8", errors="replace"))
+        code, out, err = cli(["-", "-f", "json"], stdin=text.encode())
+        assert code in (0, 1), (path.name, err)
+        assert strict_json(out)["schema_version"] == 1
+
+
+@pytest.mark.parametrize("util", ["7.5", "nan", "inf", "-1", "1e400", "0", "'x'", "[0.9]"])
+def test_named_absurd_figures(util):
+    huge = "1" + "0" * 30
+    log = "\n".join([
+        "(APIServer pid=7) INFO 10-02 21:07:48 [utils.py:328] non-default args: {'model': 'org/Model-7B', "
+        f"'max_model_len': {huge}, 'gpu_memory_utilization': {util}, 'tensor_parallel_size': -2}}",
+        f"INFO 05-02 11:00:00 [arg_utils.py:1] args: Namespace(model='x', gpu_memory_utilization={util}, "
+        f"max_model_len={huge}, swap_space=1e30, block_size=0)",
+        "INFO 05-02 11:00:00 [worker.py:1] Memory profiling takes 1.0 seconds. the current vLLM instance can use "
+        f"total_gpu_memory (1e30GiB) x gpu_memory_utilization ({util}) = -3.00GiB",
+        "INFO 05-02 11:00:00 [worker.py:1] model weights take -14.99GiB; non_torch_memory takes 1e30GiB; "
+        "PyTorch activation peak memory takes 99999999999999999999999.00GiB; the rest of the memory reserved "
+        "for KV Cache is -1e30GiB.",
+        "INFO 05-02 11:00:00 [gpu_executor.py:1] # GPU blocks: -5, # CPU blocks: 1" + "0" * 40,
+        "INFO 05-02 11:00:00 [gpu_model_runner.py:1] Model loading took 1e30 GiB and -3 seconds",
+        "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1e30 GiB. "
+        "GPU 0 has a total capacity of -1.00 GiB of which 7.5 EiB is free. Including non-PyTorch memory, this "
+        f"process has {huge} GiB memory in use. Of the allocated memory -67.31 GiB is allocated by PyTorch",
+        "ValueError: The model's max seq len (" + huge + ") is larger than the maximum number of tokens "
+        "that can be stored in KV cache (-12). Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+    ])
+    short = ("(APIServer pid=7) INFO 10-02 21:07:48 [utils.py:328] non-default args: {'model': 'org/Model-7B', "
+             f"'gpu_memory_utilization': {util}, 'max_model_len': {util}}}\n"
+             "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+             "16.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 11.02 GiB is free.\n")
+    for text in (log, short):
+        for fmt in ("json", "slack", "markdown", "terminal"):
+            code, out, err = cli(["-", "-f", fmt], stdin=text.encode())
+            assert code == 1 and out and err == "", err
+            if fmt in ("json", "slack"):
+                strict_json(out)
+
+
+def test_a_directory_is_exit_2_in_one_line(tmp_path):
+    code, out, err = cli([str(tmp_path)])
+    assert code == 2 and out == "" and "directory" in one_clear_line(err)
+
+
+def test_a_missing_file_is_exit_2_in_one_line(tmp_path):
+    code, _, err = cli([str(tmp_path / "nope.log")])
+    assert code == 2 and "no such file" in one_clear_line(err)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads a chmod 000 file anyway")
+def test_an_unreadable_file_is_exit_2_in_one_line(tmp_path):
+    path = tmp_path / "secret.log"
+    path.write_text("INFO hi\n")
+    path.chmod(0)
+    try:
+        code, _, err = cli([str(path)])
+    finally:
+        path.chmod(0o600)
+    assert code == 2 and "cannot read" in one_clear_line(err)
+
+
+def test_a_permission_error_is_exit_2_in_one_line(tmp_path, monkeypatch):
+    """The same contract where the suite runs as root: the open itself is made to fail."""
+    path = tmp_path / "secret.log"
+    path.write_text("INFO hi\n")
+    real_open = open
+
+    def deny(file, mode="r", *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", deny)
+    code, _, err = cli([str(path)])
+    assert code == 2 and "Permission denied" in one_clear_line(err)
+
+
+# ---- expressions and templates on hostile text ----------------------------------------------------
+
+NAMES = ["event", "facts", "failure", "seen", "x", "event.line", "event.requested", "facts.gpu_total_bytes",
+         "failure.message", "__class__", "event.__class__", "event.model_fields", "event.mro", "x.__globals__",
+         "facts.__init__", "event.model_dump", "x.real", "seen.append"]
+NUMBERS = ["0", "1", "-1", "2.5", "1e30", "1e309", "9" * 400, "1e-300", "16", "3 GiB", "1 bytes"]
+CALLS = sorted(FUNCTIONS) + ["eval", "exec", "open", "__import__", "getattr", "type"]
+atoms = st.one_of(st.sampled_from(NAMES), st.sampled_from(NUMBERS), st.sampled_from(["'a'", '"b"', "none", "true"]))
+
+
+def _combine(children):
+    return st.one_of(
+        st.tuples(children, st.sampled_from(["+", "-", "*", "/", "//", "%", "<", ">=", "==", "!=", " and ", " or ",
+                                             " in ", " not in "]), children).map("".join),
+        st.tuples(st.sampled_from(CALLS), st.lists(children, max_size=3)).map(lambda t: f"{t[0]}({', '.join(t[1])})"),
+        children.map(lambda c: f"({c})"), children.map(lambda c: f"-{c}"), children.map(lambda c: f"not {c}"),
+        st.lists(children, max_size=3).map(lambda xs: f"[{', '.join(xs)}]"),
+        st.tuples(children, children, children).map(lambda t: f"{t[0]} if {t[1]} else {t[2]}"),
+    )
+
+
+expressions = st.one_of(st.recursive(atoms, _combine, max_leaves=12 * SCALE), st.text(max_size=80))
+
+
+def _context(x):
+    event = ev.TorchOom(line=3, origin="", device="CUDA", requested=1 << 30)
+    facts = FactView({"gpu_total_bytes": Fact(80 << 30, 2), "weird": Fact(x, 4)})
+    return {"event": event, "facts": facts, "failure": None, "seen": ["torch_oom"], "x": x}
+
+
+values = st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=10), st.lists(st.integers(), max_size=4),
+                   st.dictionaries(st.text(max_size=4), st.integers(), max_size=3))
+
+
+@PROPERTY
+@given(expressions, values)
+def test_expressions_compile_or_refuse_and_evaluate_or_refuse(source, x):
+    try:
+        expr = compile_expr(source)
+    except ExpressionError as exc:
+        assert "\n" not in str(exc) or source.count("\n")
+        return
+    start = time.perf_counter()
+    try:
+        expr.evaluate(_context(x))
+    except ExpressionError:
+        pass
+    assert time.perf_counter() - start < 1.0
+
+
+@PROPERTY
+@given(st.lists(st.one_of(st.text(max_size=12), expressions.map(lambda e: "{" + e + "}"),
+                          st.tuples(expressions, st.sampled_from(["gib", "int", "comma", "pct", "x", "nope", "pids",
+                                                                  "list", "num", "fixed2", "mib", "human"]))
+                          .map(lambda t: "{" + t[0] + "|" + t[1] + "}")), max_size=6).map("".join),
+       values)
+def test_templates_render_text_or_none(source, x):
+    try:
+        template = compile_template(source)
+    except ExpressionError:
+        return
+    try:
+        out = template.render(_context(x))
+    except ExpressionError:
+        return
+    assert out is None or isinstance(out, str)
+
+
+@pytest.mark.parametrize("source", [
+    "round(5, -1000000000)", "round(1e30, 1000000000)", "divisors(999983)", "divisors(1000000, 'a')",
+    "3 in 'abc'", "[1] in 'abc'", "min('a', 1)", "max([1, 'a'])", "sum(5)", "clamp(1, 'a', 2)",
+    "gib(" + "9" * 29 + ")", "round_down(5, 0)", "len(5)", "last(5)", "int(1e30)", "1e30 * 1e30", "-(-(-1e30))",
+])
+def test_functions_on_hostile_arguments_are_quick_and_clean(source):
+    start = time.perf_counter()
+    try:
+        compile_expr(source).evaluate(_context(1))
+    except ExpressionError:
+        pass
+    assert time.perf_counter() - start < 0.5
+
+
+def test_errors_of_the_hierarchy_are_one_line():
+    for exc in (InputError("x"), ExpressionError("y", where="rules/a.yaml:3")):
+        assert isinstance(exc, TriageError) and "\n" not in str(exc)

@@ -1,0 +1,145 @@
+"""Secrets never leave: every kind planted where a report cites it, absent from every format.
+
+Each secret is planted three ways in a real failure log: in the fatal exception's message
+(the report's `failure.message` and a cited evidence line), in the printed arguments that
+are cited as evidence (`non-default args: {...}`), and, where it can be one, in the model
+name (a fact). `--no-redact` must show it (so the plant is where a report looks), the
+default must not, in any of the formats, on stdout, in `--output` files, in the GitHub step
+summary and in the one-line errors on stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from triage.cli import NO_REDACT_WARNING, _triage_parser, main
+from triage.redact import MASK, redact_data, redact_text
+from triage.render import FORMATS
+
+FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
+ARGS_LINE = 3
+FATAL_LINE = 58
+
+# (name, text as a log prints it, the secret part that must not appear, fits in a model name)
+SECRETS = [
+    ("hf-token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", True),
+    ("openai", "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD", True),
+    ("openai-project", "sk-proj-Ab3dEf_Gh1jKlMn0pQrStUvWxYz-0123456789abcdefGHIJ",
+     "Ab3dEf_Gh1jKlMn0pQrStUvWxYz-0123456789abcdefGHIJ", True),
+    ("anthropic", "sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", True),
+    ("bearer", "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz", "Opaque.Tok3n_Value-0123456789xyz", False),
+    ("namespace-api-key", "args: Namespace(model='m', api_key='my-vllm-key-12345', port=8000)", "my-vllm-key-12345",
+     False),
+    ("dict-api-key", "{'api_key': ['listed-key-abcdef-98765'], 'port': 8000}", "listed-key-abcdef-98765", False),
+    ("hf-token-arg", "hf_token='plainvalue-not-prefixed-42'", "plainvalue-not-prefixed-42", False),
+    ("token-kv", "token=9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706", False),
+    ("password-kv", "'password': 'hunter2-Correct-Horse'", "hunter2-Correct-Horse", False),
+    ("url-password", "https://alice:S3cr3t-P%40ss@example.com/org/model", "S3cr3t-P%40ss", True),
+    ("url-password-at", "redis://:p@ss@w0rd@cache.internal:6379", "ss@w0rd", False),
+    ("aws-access-key", "AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", True),
+    ("aws-secret", "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", False),
+    ("aws-secret-env", "AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", False),
+    ("private-key", "-----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEAx3Yz-----END RSA PRIVATE KEY-----",
+     "MIIEpAIBAAKCAQEAx3Yz", False),
+    ("github", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", True),
+    ("github-pat", "github_pat_11ABCDEFG0abcdefghijklmnop_qrstuvwxyz0123456789",
+     "11ABCDEFG0abcdefghijklmnop_qrstuvwxyz0123456789", True),
+    ("slack", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx", False),
+    ("slack-webhook", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "XXXXXXXXXXXXXXXXXXXXXXXX", False),
+    ("cli-flag", "vllm serve m --api-key token-abc123-opaque", "token-abc123-opaque", False),
+    ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", False),
+    ("google", "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", False),
+    ("nvidia", "nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", False),
+]
+
+
+def planted_log(text: str, as_model: bool) -> bytes:
+    lines = FAILED.read_text(encoding="utf-8").split("\n")
+    args, fatal = lines[ARGS_LINE - 1], lines[FATAL_LINE - 1]
+    if as_model:
+        args = args.replace("'model': 'Qwen/Qwen2.5-14B-Instruct'", f"'model': '{text}'")
+    lines[ARGS_LINE - 1] = args.replace("}", f", 'note': \"{text}\"}}")
+    lines[FATAL_LINE - 1] = fatal + f" (while calling {text} )"
+    return "\n".join(lines).encode()
+
+
+def cli(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("name, text, secret, as_model", SECRETS, ids=[s[0] for s in SECRETS])
+def test_a_planted_secret_is_in_no_format(name, text, secret, as_model, tmp_path, monkeypatch):
+    log = planted_log(text, as_model)
+    # the plant is where a report looks: --no-redact shows it in the failure and the evidence
+    code, raw, err = cli(["-", "-f", "json", "--no-redact"], stdin=log)
+    report = json.loads(raw)
+    assert code == 1 and secret in report["failure"]["message"]
+    assert any(secret in e["text"] for d in report["diagnoses"] for e in d["evidence"])
+    if as_model:
+        assert secret in str(report["facts"].get("model"))
+    assert err == NO_REDACT_WARNING
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    for fmt in FORMATS:
+        target = tmp_path / f"report.{fmt}"
+        code, out, err = cli(["-", "-f", fmt, "-o", str(target), "-f", fmt], stdin=log)
+        written = target.read_text(encoding="utf-8")
+        assert code == 1 and err == ""
+        assert secret not in out and secret not in written, f"{name} leaked in {fmt}"
+        if fmt in ("json", "markdown"):  # the formats that show the failure and every evidence line
+            assert MASK in out, f"{fmt}: the secret's place shows no {MASK}"
+    assert summary.exists() and secret not in summary.read_text(encoding="utf-8")
+
+
+def test_secrets_in_the_file_name_and_in_error_lines(tmp_path):
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    path = tmp_path / f"run-{token}.log"
+    path.write_bytes(FAILED.read_bytes())
+    for fmt in FORMATS:
+        _, out, _ = cli([str(path), "-f", fmt])
+        assert token not in out
+    code, out, err = cli([str(tmp_path / f"missing-{token}.log")])
+    assert code == 2 and token not in err and err.count("\n") == 1
+    code, _, err = cli([str(tmp_path / f"missing-{token}.log"), "--no-redact"])
+    assert code == 2 and token in err  # local use: the user asked to see it
+
+
+def test_no_redact_says_it_is_for_local_use():
+    help_text = _triage_parser().format_help()
+    assert "--no-redact" in help_text and "local use only" in " ".join(help_text.split())
+    assert "never paste" in NO_REDACT_WARNING and NO_REDACT_WARNING.count("\n") == 1
+
+
+def test_redaction_is_one_stage_for_data_and_text():
+    data = {"a": ["x hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123", ("api_key='abc12345'",)], "b": {"c": "password: pw"}}
+    out = json.dumps(redact_data(data))
+    assert "hf_Ab" not in out and "abc12345" not in out and "pw\"" not in out
+
+
+@pytest.mark.parametrize("text, keep", [
+    ("usage: vllm serve [-h] [--api-key API_KEY] [--hf-token [HF_TOKEN]]", True),
+    ("max_num_batched_tokens=8192, tokenizer='Qwen/Qwen2.5-7B', api_key=None", True),
+    ("http://localhost:8000/v1/models and https://huggingface.co/api?x=1", True),
+    ("api_key='<your-key>' hf_token=''", True),
+    ("Authorization: Bearer [REDACTED]", True),
+])
+def test_what_is_not_a_secret_stays(text, keep):
+    assert (redact_text(text) == text) is keep
+
+
+def test_multi_line_private_key_block():
+    text = "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\nAAAEbm9uZQ\n" \
+           "-----END OPENSSH PRIVATE KEY-----\nafter"
+    out = redact_text(text)
+    assert "b3BlbnNz" not in out and "AAAEbm9uZQ" not in out and out.endswith("after")
+    assert "b3BlbnNz" not in redact_text("-----BEGIN PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA")  # cut off
