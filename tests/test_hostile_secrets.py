@@ -143,3 +143,13 @@ def test_multi_line_private_key_block():
     out = redact_text(text)
     assert "b3BlbnNz" not in out and "AAAEbm9uZQ" not in out and out.endswith("after")
     assert "b3BlbnNz" not in redact_text("-----BEGIN PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA")  # cut off
+
+
+def test_batch_redacts_and_warns_when_told_not_to(tmp_path):
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    (tmp_path / "a.log").write_bytes(planted_log(token, as_model=False))
+    jsonl = tmp_path / "out.jsonl"
+    code, out, err = cli(["batch", str(tmp_path / "a.log"), "--jobs", "1", "--jsonl", str(jsonl)])
+    assert code == 1 and token not in out + err + jsonl.read_text() and NO_REDACT_WARNING not in err
+    code, out, err = cli(["batch", str(tmp_path / "a.log"), "--jobs", "1", "--jsonl", str(jsonl), "--no-redact"])
+    assert err.startswith(NO_REDACT_WARNING) and token in jsonl.read_text()

@@ -59,6 +59,10 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")
     from .pipeline import Options, load_rules
 
+    if args.no_redact:
+        from .cli import NO_REDACT_WARNING
+
+        stderr.write(NO_REDACT_WARNING)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     load_rules(args.rules)  # a broken pack is one usage error here, not one per log
     started = time.monotonic()
