@@ -131,6 +131,12 @@ def _prune_texts(texts: dict[int, tuple[str, str]], timeline: Timeline) -> None:
         del texts[no]
 
 
+# vLLM's request logger (`--enable-log-requests`, on by default before 0.10.2) prints each
+# prompt and each output (entrypoints/logger.py): text from users that may quote anything,
+# an error message or nvidia-smi output included. Such a line is never evidence.
+REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
+
+
 def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
     """(line, events) for every line that states something, re-joining hard-wrapped lines.
 
@@ -142,6 +148,7 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
     held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
     joins = last = 0
     evidence = BundleReader()
+    complete = getattr(marked, "line_complete", None)
     for no, raw, anchored, bundled in marked:
         if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
             joined = peel(held[0] + raw, held[1].no)
@@ -153,14 +160,21 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
         if held is not None and held[2]:
             yield held[1], held[2]
         held, joins = None, 0
+        if not (anchored or bundled):
+            continue
+        line = peel(raw, no)
+        if line.text.startswith(REQUEST_LOG_PREFIXES):  # user content: words in it state nothing
+            if complete is not None:
+                complete()
+            continue
         if anchored:
-            line = peel(raw, no)
             events, ran_out = parse_line_detail(line)
+            if not ran_out and complete is not None:
+                complete()
             if events or ran_out:
                 held = (raw, line, events, ran_out)
                 continue
         if bundled:
-            line = peel(raw, no)
             found = evidence.read(line)
             if found:
                 yield line, found

@@ -188,15 +188,34 @@ def _matcher(backend: str | None) -> Matcher:
 
 
 def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
-                backend: str | None = None) -> Iterator[Marked]:
+                backend: str | None = None) -> "MarkedLines":
     """Each line holding an anchor or evidence word, and the `window` lines after each line
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
     evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them."""
-    scanner = _Scanner(matcher(backend), stats, window)
-    for chunk in chunks:
-        if chunk:
-            yield from scanner.feed(chunk)
-    yield from scanner.close()
+    return MarkedLines(_Scanner(matcher(backend), stats, window), chunks)
+
+
+class MarkedLines:
+    """The iterator of `iter_marked`, with a way to say that the last line handed on was whole."""
+
+    def __init__(self, scanner: "_Scanner", chunks: Iterable[bytes]) -> None:
+        self._scanner = scanner
+        self._lines = self._scan(chunks)
+
+    def __iter__(self) -> Iterator[Marked]:
+        return self._lines
+
+    def _scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
+        for chunk in chunks:
+            if chunk:
+                yield from self._scanner.feed(chunk)
+        yield from self._scanner.close()
+
+    def line_complete(self) -> None:
+        """The anchor line just handed on holds its whole message: the lines after it are not
+        its continuation, so only those with words of their own are handed on (on a serving
+        log, most anchor lines are metrics lines followed by access lines)."""
+        self._scanner.window_left = 0
 
 
 class _Scanner:
