@@ -2,6 +2,7 @@
 
 import pytest
 
+from triage import parse
 from triage.lines import peel
 from triage.parse import parse_line, prefilter
 from triage.units import GiB, MiB
@@ -161,3 +162,29 @@ def test_unknown_lines_are_not_events():
 def test_every_event_line_passes_the_prefilter():
     for text, *_ in [(NEW_OOM,), ("# GPU blocks: 1, # CPU blocks: 2",), ("Available KV cache memory: 1.0 GiB",)]:
         assert prefilter(text)
+
+
+def test_errors_are_located_as_with_lark_own_root_lexer():
+    """`parse._skip_root_lexer` spares the 185-terminal root lexer; errors keep their position."""
+    from lark import Lark
+    from lark.exceptions import LarkError
+
+    stock = Lark.open_from_package("triage", "vllm_log.lark", parser="lalr", start=list(parse.START_RULES))
+    cases = [
+        ("oom", "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; §"),
+        ("budget", "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = zz"),
+        ("kv_memory", "Available KV cache memory: lots"),
+        ("blocks", "# GPU blocks: 12, # CPU blocks: x"),
+        ("weights_v1", "Model loading took 16.4474 GiB and CUDA out of memory"),
+        ("frame", 'File "/x.py", line'),
+    ]
+    for rule, text in cases:
+        errors = []
+        for lark in (stock, parse.grammar()):
+            try:
+                lark.parse(text, start=rule)
+                errors.append(None)
+            except LarkError as exc:
+                errors.append(parse._error_pos(exc, text))
+        assert errors[0] is not None and errors[0] == errors[1], (rule, text, errors)
+    assert isinstance(parse.grammar().parser.lexer.root_lexer, parse._NoRootLexer)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from lark import Lark, Token, Tree
-from lark.exceptions import LarkError
+from lark.exceptions import LarkError, UnexpectedCharacters
 
 from . import events as ev
 from .lines import Line
@@ -52,9 +52,27 @@ NEAR_END = 60  # a parse error this close to the end means the line was cut, not
 @lru_cache(maxsize=1)
 def grammar() -> Lark:
     """The grammar, built once per process (and cached on disk by lark between runs)."""
-    return Lark.open_from_package(
+    lark = Lark.open_from_package(
         "triage", "vllm_log.lark", parser="lalr", start=list(START_RULES), cache=_cache_path()
     )
+    _skip_root_lexer(lark)
+    return lark
+
+
+class _NoRootLexer:
+    """Stands in for the contextual lexer's root lexer, which lark builds (all 185 terminals:
+    about 25 ms) at the first character no state expects, only to reword the error. Raising
+    UnexpectedCharacters makes lark raise its original error, at the same position: the
+    only thing `_error_pos` reads."""
+
+    def next_token(self, lex_state, parser_state=None):
+        raise UnexpectedCharacters(" ", 0, 1, 1)
+
+
+def _skip_root_lexer(lark: Lark) -> None:
+    lexer = getattr(getattr(lark, "parser", None), "lexer", None)
+    if hasattr(lexer, "root_lexer"):  # lark's ContextualLexer; another lexer keeps its ways
+        lexer.root_lexer = _NoRootLexer()
 
 
 def _cache_path() -> str | bool:
