@@ -11,6 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from triage import parse
 from triage.bundle import BundleReader
@@ -117,7 +119,7 @@ def test_trees_built_without_the_parser_are_the_parsers():
         text = parse.normalise(peel(raw, 1).text)
         for m in pattern.finditer(text):
             rule = names[m.lastgroup or ""]
-            if rule not in simple:
+            if rule not in simple and rule != "frame":
                 continue
             quick = parse._quick_tree(rule, text[m.start():])
             try:
@@ -129,3 +131,20 @@ def test_trees_built_without_the_parser_are_the_parsers():
                 assert slow is not None and quick == slow, text
                 assert [c.type for c in quick.children] == [c.type for c in slow.children]
     assert checked > 50
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(path=st.text(st.characters(blacklist_characters='"\n'), max_size=30),
+       func=st.text(st.sampled_from("ab_<>.x in\t"), max_size=12),
+       tail=st.text(st.sampled_from("ab \t\x0b=()'\""), max_size=12),
+       spaces=st.sampled_from([" ", "  ", "", ",", ", "]))
+def test_frames_built_without_the_parser_are_the_parsers(path, func, tail, spaces):
+    text = f'File "{path}", line 12, in{spaces}{func}{tail}'
+    quick = parse._quick_tree("frame", text)
+    try:
+        slow = parse.grammar().parse(text, start="frame")
+    except Exception:  # noqa: BLE001 - lark refuses: the quick path must not build a tree either
+        slow = None
+    if quick is not None:
+        assert slow is not None and quick == slow
+        assert [c.type for c in quick.children] == [c.type for c in slow.children]
