@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -60,22 +61,28 @@ BINARY = b"\x7fELF\x02\x01\x01" + b"\x00" * 4000
 
 # ---- servers and clients -------------------------------------------------------------------
 
+APPS: dict = {}  # port -> the app, for tests that look at its worker processes
+
+
 @contextmanager
 def running(**overrides):
     config = ServerConfig(**{"slack_secret": SLACK_SECRET, **overrides})
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), access_log=False, log_config=None, lifespan="off"))
+    app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_config=None, lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
     assert server.started, "the test server did not start"
+    APPS[sock.getsockname()[1]] = app
     try:
         yield sock.getsockname()[1]
     finally:
         server.should_exit = True
         thread.join(10)
+        app.state.service.close()
 
 
 @pytest.fixture(scope="module")
@@ -410,6 +417,53 @@ def test_slow_body_408_and_slow_analysis_504():
         assert r.status == 504 and "0.5 s" in r.json()["error"]
         # the abandoned worker stops at its next read and gives its slot back
         assert wait_for(lambda: post(p, LOG[:2000]).status == 200, 12)
+
+
+def test_a_timed_out_analysis_is_killed_not_left_running():
+    with running(max_concurrency=1, timeout=0.5) as p:
+        pool = APPS[p].state.service.pool
+        (before,) = pool.pids()
+        big = LOG * (2_200_000 // len(LOG))
+        assert post(p, big).status == 504
+        assert wait_for(lambda: pool.pids() not in ([], [before]), 10)  # killed and replaced
+        assert not _alive(before)
+        assert post(p, LOG).status == 200
+
+
+def test_a_worker_that_dies_is_replaced():
+    with running(max_concurrency=1, timeout=20) as p:
+        pool = APPS[p].state.service.pool
+        (idle,) = pool.pids()
+        os.kill(idle, signal.SIGKILL)  # while idle: the next request gets a fresh worker
+        assert wait_for(lambda: not _alive(idle), 5)
+        assert post(p, LOG).status == 200
+        (busy,) = pool.pids()
+        big = LOG * (2_200_000 // len(LOG))
+        answer: list = []
+        thread = threading.Thread(target=lambda: answer.append(post(p, big)))
+        thread.start()
+        time.sleep(0.5)  # the worker is analysing
+        os.kill(busy, signal.SIGKILL)
+        thread.join(20)
+        assert answer[0].status == 500 and "ended before it answered" in answer[0].json()["error"]
+        assert post(p, LOG).status == 200
+
+
+def test_analyses_run_in_separate_processes():
+    with running(max_concurrency=2) as p:
+        pids = APPS[p].state.service.pool.pids()
+        assert len(pids) == 2 and os.getpid() not in pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (killed, not yet reaped by the pool) counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 # ---- the command --------------------------------------------------------------------------------

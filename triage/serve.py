@@ -2,8 +2,8 @@
 
 FastAPI and uvicorn are an optional extra (`vllm-triage[server]`), imported only when the
 server starts. Requests never touch the disk: bodies are read into memory while counting
-bytes against the limit, parsed in a worker thread under a concurrency bound and a time
-bound, and every answer is redacted. The access log names method, path and status only.
+bytes against the limit, parsed in worker processes (`workers.py`) under a concurrency bound
+and a time bound, and every answer is redacted. The access log names method, path and status only.
 """
 
 import argparse
@@ -56,29 +56,15 @@ class ApiError(Exception):
 
 
 class _Cancelled(Exception):
-    """Raised inside the worker when the request that wanted the work has given up."""
-
-
-class _Cancellable(io.RawIOBase):
-    """The request body as a stream that stops the pipeline at its next read once cancelled."""
-
-    def __init__(self, data: bytes, cancel: threading.Event) -> None:
-        self._buf, self._cancel = io.BytesIO(data), cancel
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:  # type: ignore[override]
-        if self._cancel.is_set():
-            raise _Cancelled()
-        return self._buf.readinto(buffer)
+    """The request that wanted the work gave up before a worker took it."""
 
 
 class _Job:
     """One unit of parse work; it holds a concurrency slot until the work has really stopped.
 
-    A worker thread cannot be killed, so after a timeout the slot stays taken until the
-    thread sees the cancel flag at its next read: the bound counts work, not requests.
+    The thread that waits for the worker process sees the cancel flag within
+    `workers.POLL_SECONDS`, kills the worker, and only then gives the slot back: the
+    bound counts work, not requests.
     """
 
     def __init__(self, slots: threading.BoundedSemaphore) -> None:
@@ -232,11 +218,11 @@ def slack_unescape(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _analyse(data: bytes, name: str, fmt: str, rules, limit: int, cancel: threading.Event) -> str:
-    """Worker thread: the pipeline (redacting, as always) and the renderer."""
+def analyse_bytes(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
+    """In a worker process: the pipeline (redacting, as always) and the renderer."""
     from .pipeline import Options, run
 
-    report = run(_Cancellable(data, cancel), name, Options(max_bytes=limit), rules)
+    report = run(io.BytesIO(data), name, Options(max_bytes=limit), rules)
     return render_answer(report, fmt)
 
 
@@ -247,11 +233,15 @@ class _Service:
 
     def __init__(self, config: ServerConfig) -> None:
         from .pipeline import load_rules
+        from .workers import WorkerPool
 
         self.config = config
         self.rules = load_rules(config.extra_rules)
         self.slots = threading.BoundedSemaphore(config.max_concurrency)
-        _analyse(b"INFO warm-up\n", "warm-up", "json", self.rules, 1 << 20, threading.Event())  # build the grammar now
+        self.pool = WorkerPool(config.max_concurrency, config.extra_rules)  # one process per slot
+
+    def close(self) -> None:
+        self.pool.close()
 
     def authorize(self, credentials) -> None:
         if self.config.token is None:
@@ -335,14 +325,20 @@ class _Service:
         return _multipart_fields(parts, parse_options_header)
 
     async def analyse(self, job: _Job, data: bytes, name: str, fmt: str, deadline: float) -> str:
-        """Pipeline and renderer in a worker thread, within the request's deadline."""
+        """Pipeline and renderer in a worker process (waited on from a thread), within the deadline."""
         import anyio
         from functools import partial
 
-        work = partial(_analyse, data, name, fmt, self.rules, self.config.max_bytes * GZIP_EXPANSION)
+        from .workers import InternalError, WorkerDied
+
+        work = partial(self.pool.run, data, name, fmt, self.config.max_bytes * GZIP_EXPANSION)
         try:
             with anyio.fail_after(max(0.0, deadline - time.monotonic())):
                 return await anyio.to_thread.run_sync(job.run, work, abandon_on_cancel=True)
+        except WorkerDied as exc:
+            raise ApiError(500, f"{exc}; it may have run out of memory") from None
+        except InternalError as exc:
+            raise ApiError(500, f"internal error while analysing the log ({exc}); please report it") from None
         except TimeoutError:
             raise ApiError(504, f"the analysis took longer than the limit of {self.config.timeout:g} s") from None
         except InputError as exc:
@@ -395,6 +391,8 @@ TRIAGE_OPENAPI = {"requestBody": {"required": True, "content": {
 
 def create_app(config: ServerConfig):
     """The FastAPI application; importing this module does not import FastAPI, calling this does."""
+    from contextlib import asynccontextmanager
+
     from fastapi import Depends, FastAPI, Query, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
@@ -409,10 +407,16 @@ def create_app(config: ServerConfig):
 
     service = _Service(config)
     bearer = HTTPBearer(auto_error=False, description="VLLM_TRIAGE_TOKEN of the server")
-    errors = {s: {"model": ErrorBody} for s in (400, 401, 408, 413, 415, 503, 504)}
-    app = FastAPI(title="vllm-triage", version=__version__,
+    errors = {s: {"model": ErrorBody} for s in (400, 401, 408, 413, 415, 500, 503, 504)}
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        service.close()  # the worker processes go with the server
+
+    app = FastAPI(title="vllm-triage", version=__version__, lifespan=lifespan,
                   description="Why did a vLLM server fail to start? Post its startup log.")
     app.add_middleware(_AccessLog)
+    app.state.service = service
 
     def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
         from .redact import redact_text
@@ -653,7 +657,10 @@ def serve_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
                  "(API docs at /docs)\n")
     stderr.flush()
     server = uvicorn.Server(uvicorn.Config(app, access_log=False, server_header=False, log_level="warning"))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        app.state.service.close()
     return 0
 
 
