@@ -6,7 +6,8 @@
 #
 # It listens on 0.0.0.0, so it refuses to start without VLLM_TRIAGE_TOKEN (the bearer token
 # callers must send); add `--insecure-no-auth` to the command only behind your own auth.
-# Limits: VLLM_TRIAGE_MAX_BYTES, VLLM_TRIAGE_MAX_CONCURRENCY, VLLM_TRIAGE_TIMEOUT.
+# Limits: VLLM_TRIAGE_MAX_BYTES, VLLM_TRIAGE_MAX_CONCURRENCY (worker processes, about one
+# per core, ~50 MiB each), VLLM_TRIAGE_TIMEOUT.
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -17,7 +18,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 COPY pyproject.toml README.md /tmp/src/
 COPY triage /tmp/src/triage
 COPY rules /tmp/src/rules
-RUN pip install "/tmp/src[server]" \
+RUN pip install "/tmp/src[server,fast]" \
     && rm -rf /tmp/src \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin triage
 
