@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +151,7 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
     joins = last = 0
     evidence = BundleReader()
     complete = getattr(marked, "line_complete", None)
+    bars_seen: set[str] = set()
     for no, raw, anchored, bundled in marked:
         if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
             joined = peel(held[0] + raw, held[1].no)
@@ -162,6 +165,11 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
         held, joins = None, 0
         if not (anchored or bundled):
             continue
+        progress = _progress_key(raw) if anchored else None
+        if progress is not None and progress in bars_seen:  # the same bar again: it states nothing new
+            if complete is not None:
+                complete()
+            continue
         line = peel(raw, no)
         if line.text.startswith(REQUEST_LOG_PREFIXES):  # user content: words in it state nothing
             if complete is not None:
@@ -171,6 +179,11 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
             events, ran_out = parse_line_detail(line)
             if not ran_out and complete is not None:
                 complete()
+            if progress is None:
+                if events:
+                    bars_seen.clear()  # a bar after other news (a new attempt, a new phase) is read again
+            elif len(bars_seen) < MAX_BARS:
+                bars_seen.add(progress)
             if events or ran_out:
                 held = (raw, line, events, ran_out)
                 continue
@@ -180,6 +193,21 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
                 yield line, found
     if held is not None and held[2]:
         yield held[1], held[2]
+
+
+# A progress bar's update line (tqdm: "Loading safetensors checkpoint shards:  53% Completed |
+# 16/30 [...]", "Capturing CUDA graphs: 45%|████▌ | 30/67 [...]"): its events do not depend on
+# the figures, so once a bar's line has been read, its updates are skipped unread.
+_PROGRESS = re.compile(r"\d{1,3}%(?: Completed \||\|)")
+MAX_BARS = 64
+
+
+def _progress_key(raw: str) -> str | None:
+    """The part of a progress bar's line before its percentage (origin and title), else None."""
+    if "%" not in raw:
+        return None
+    m = _PROGRESS.search(raw, 0, 400)
+    return raw[: m.start()].rstrip() if m else None
 
 
 def _continues(raw: str) -> bool:
