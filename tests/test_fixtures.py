@@ -64,3 +64,22 @@ def test_there_are_fixtures_for_every_memory_cause_and_healthy():
     dirs = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
     assert {"healthy", "kv_cache_insufficient", "gpu_memory_utilization_too_high", "weights_exceed_memory",
             "foreign_gpu_processes", "cuda_graph_capture_oom", "warmup_oom", "memory_fragmentation"} <= dirs
+
+
+FACT_CASES = [(p, e) for p, e in CASES if e.get("figures")]
+
+
+@pytest.mark.parametrize("case", FACT_CASES, ids=[_id(c) for c in FACT_CASES])
+def test_figures_that_are_report_facts_match_hand_computed(case):
+    """A hand-computed figure named like a report fact must be that fact, to the rounding of
+    the log's printed figures (two to four decimals of GiB: well under 0.05%)."""
+    path, expect = case
+    facts = triage_file(path).facts
+    for name, want in expect["figures"].items():
+        if name in FIGURE_FLAGS or name not in facts:
+            continue
+        got = facts[name]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            assert isinstance(got, (int, float)) and abs(got - want) <= max(abs(want) * 5e-4, 1e-9), (name, want, got)
+        else:
+            assert got == want, (name, want, got)

@@ -1,5 +1,7 @@
 """The grammar: each message family, in every wording the formats catalogue lists."""
 
+import re
+
 import pytest
 
 from triage import parse
@@ -188,3 +190,33 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
                 errors.append(parse._error_pos(exc, text))
         assert errors[0] is not None and errors[0] == errors[1], (rule, text, errors)
     assert isinstance(parse.grammar().parser.lexer.root_lexer, parse._NoRootLexer)
+
+
+def test_phase_calls_in_the_grammar_and_in_parse_are_the_same_known_phase_functions():
+    from triage.phases import FRAME_PHASES
+
+    terminal = next(t for t in parse.grammar().terminals if t.name == "PHASE_CALL")
+    names = set(re.search(r"\(\?:((?:\w+\|)+\w+)\)\\\($", terminal.pattern.value).group(1).split("|"))
+    assert names == set(parse.PHASE_CALLS)
+    assert all(name in FRAME_PHASES for name in names)
+
+
+@pytest.mark.parametrize("source, func", [
+    ("    self.model_runner.capture_model()", "capture_model"),
+    ("    kernel_warmup(self)", "kernel_warmup"),
+    ("    hidden_states = self.model_runner._dummy_run(", "_dummy_run"),
+    ("    return self.worker.determine_available_memory()", "determine_available_memory"),
+    ("    output = self.collective_rpc(\"profile_run\")", None),  # the RPC rule's (a frame of profile_run)
+    ("    logits = fp8_fp4_paged_mqa_logits(", ""),
+    ("    raise ValueError(", ""),
+    ("INFO 09-12 08:14:03 [gpu_worker.py:1] we will call load_model(x) next", ""),
+])
+def test_a_source_line_that_calls_a_phase_function_is_a_frame(source, func):
+    events = parse_line(peel(f"(VllmWorker TP0 pid=7) ERROR 09-12 08:14:03 [multiproc_executor.py:596] {source}", 1))
+    frames = [e for e in events if e.kind == "frame"]
+    if func is None:
+        assert [(f.file, f.func) for f in frames] == [("<rpc>", "profile_run")]
+    elif func:
+        assert [(f.file, f.func) for f in frames] == [("<call>", func)]
+    else:
+        assert frames == []

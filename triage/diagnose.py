@@ -44,6 +44,7 @@ class FailureView(BaseModel):
     exit_code: int | None = None
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
+    phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -58,7 +59,7 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         message=(exc.message if exc else _describe(signal))[:2000],
         frames=[f.func for f in chain_frames], files=[f.file for f in chain_frames],
         kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
-        exit_code=died.exit_code if died else None, repeats=signal.repeats,
+        exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
         where=_where(chain_frames),
     )
 
@@ -166,6 +167,7 @@ def _apply(rule: Rule, attempt: Attempt, base: dict[str, Any], texts: Mapping[in
         trace = Trace()
         if rule.phases is not None:
             trace.saw(failure.line)
+            trace.saw(failure.phase_line)
         if event is not None:
             trace.saw(event.line)
         try:

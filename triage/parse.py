@@ -32,12 +32,19 @@ START_RULES = (
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
     "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
-    "systemd_oom",
+    "systemd_oom", "phase_call",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
-AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed"})
+AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed", "phase_call"})
 _WS = re.compile(r"\s+")
-_RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method)\(")
+# Functions whose call, quoted in a traceback's source line, names the phase (vllm_log.lark's
+# PHASE_CALL lists the same; a test keeps the two equal).
+PHASE_CALLS = ("warmup_kernels", "kernel_warmup", "capture_model", "profile_run", "_dummy_sampler_run",
+               "_dummy_run", "determine_available_memory", "determine_num_available_blocks",
+               "_initialize_kv_caches", "initialize_kv_cache", "load_model", "flashinfer_autotune")
+# Source lines that still state something: a worker method dispatched by name, a phase call.
+_RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method|"
+                  + "|".join(PHASE_CALLS) + r")\(")
 # Python source quoted under a traceback frame: indented, and a statement, an assignment or a call.
 _SOURCE_CODE = re.compile(
     r"\s{4,}(?:(?:raise|assert|return|yield|if|elif|while|for|with|await|del|logger\.\w+|print)\b"
@@ -150,6 +157,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DIST_INIT": ("DistNetworkError", "DistStoreError", "waiting for clients", "The client socket has timed out after"),
     "LOGO_VERSION": ("█",),  # the logo pads with several spaces before "version"
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
+    "PHASE_CALL": tuple(f"{name}(" for name in PHASE_CALLS),
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
                   "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
@@ -209,7 +217,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "OOM_HEAD": "[A-Z ]", "DEVICE_ERROR_OOM": "[A-Z ]", "EXC_NAME": r"[\w.]", "BLOCKS_HEAD": "[#A-Za-z ]",
     "FRAME_FILE": "", "V0_WORKER_DIED": r"[\w\- ]", "ERRNO_ADDR": "", "HTTP_AUTH": "", "NCCL_HEAD": "",
     "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
-    "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "",
+    "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
     "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "",
 }
 

@@ -136,6 +136,7 @@ class Signal:
         return next((e for e in self.events if isinstance(e, ev.ExceptionRaised)), None)
 
     implied_phase: str | None = None  # from an error that follows and names the phase
+    phase_line: int | None = None  # the sibling rank's frame line that gave implied_phase
 
     @property
     def phase(self) -> str | None:
@@ -334,7 +335,10 @@ class Timeline:
             self._signal(line, error_events, chain, attempt)
 
     def finish(self) -> None:
-        """At the end of the log: a traceback still open is a failure the log was cut inside."""
+        """At the end of the log: a traceback still open is a failure the log was cut inside;
+        an error that no line placed in a phase takes the phase its sibling ranks' frames show."""
+        for each in self.attempts:
+            _phase_from_siblings(each)
         attempt = self.current
         if not attempt.chains:
             return
@@ -439,6 +443,24 @@ def _no_kv_cache(event: ev.Event) -> bool:
     if isinstance(event, ev.MaxConcurrency):
         return event.factor < 1.0
     return False
+
+
+def _phase_from_siblings(attempt: Attempt) -> None:
+    """Ranks of one engine run each startup phase together, and a fragment of interleaved
+    ranks often prints one rank's error before another rank's frames. An error with no
+    phase of its own takes the phase of frames printed within NEARBY_LINES after it (a
+    phase past `starting`: the generic frames of a dying process say nothing)."""
+    for signal in attempt.signals:
+        if signal.after_ready or signal.phase is not None:
+            continue
+        for chain in attempt.chains:
+            first = next((f.line for tb in chain.tracebacks for f in tb.frames), None)
+            if first is None or not 0 < first - signal.line <= NEARBY_LINES:
+                continue
+            phase = chain.phase
+            if phase is not None and phase != "starting":
+                signal.implied_phase, signal.phase_line = phase, first
+                break
 
 
 def _implied_phase(event: ev.Event) -> str | None:

@@ -294,6 +294,10 @@ class ToEvents(Transformer):
         method = re.search(r"[\"'](\w+)[\"']", str(tok))
         return {"kind": "frame", "file": "<rpc>", "lineno": None, "func": method.group(1) if method else ""}
 
+    def phase_call(self, tok, tail=None):
+        name = str(tok).rstrip("(").rsplit(".", 1)[-1].split()[-1]
+        return {"kind": "frame", "file": "<call>", "lineno": None, "func": name}
+
     def chain(self, text):
         return {"kind": "chain", "cause": "direct cause" in text}
 
