@@ -455,6 +455,18 @@ def test_analyses_run_in_separate_processes():
         assert len(pids) == 2 and os.getpid() not in pids
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -508,8 +520,15 @@ def test_serve_command_end_to_end():
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)", lines[-1]).group(1))
         assert call(port, "GET", "/healthz").json()["status"] == "ok"
         assert post(port, SECRET_LOG, path=f"/v1/triage?x={HF}").status == 200
+        workers = _children(proc.pid)
+        assert len(workers) >= 4  # one worker process per slot (and multiprocessing's helper)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: the server stops, and its workers with it
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode in (0, 130), err  # 130: stopped by SIGINT, as shells count it
+        assert wait_for(lambda: not any(_alive(pid) for pid in workers), 10), "worker processes outlived the server"
     finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
     logged = "".join(lines) + err
     assert "POST /v1/triage 200" in logged and "x=" not in logged and HF not in logged
