@@ -270,6 +270,25 @@ def test_redaction_stays_linear(unit):
     assert_linear(redact_text, _shape(unit), 300 * min(SCALE, 2), f"redact {unit!r}")
 
 
+# (unit, prefix, suffix); the reader strips lines, so runs of spaces need a suffix to stay
+BUNDLE_SHAPES = [(" ", "|", "x"), (" ", "| 0 ", "On x"), (" ", "| 0 ", "x Off"), (" ", "| 0 1 C ", "1 x"),
+                 (" ", "| 0 N/A N/A 7 C ", "1MiB"), (" ", "| 0 ", ""), (" 1", "| 0 ", ""), (" a", "| 0 ", ""), (" x1 ", "| 0 1 2 C ", ""),
+                 (" 1", "|    0   N/A  N/A      2345      C   ", ""), (" N/A", "| 0 ", ""), (" On", "| 0 ", " x"),
+                 (" 1MiB", "| 0 1 C ", ""), ("MiB ", "| ", ""), (" ", "NVIDIA-SMI ", ""), (" ", "/dev/nvidia0: ", "")]
+
+
+@pytest.mark.parametrize("unit, prefix, suffix", BUNDLE_SHAPES,
+                         ids=[repr(p + u)[1:-1][:24] for u, p, _ in BUNDLE_SHAPES])
+def test_evidence_reading_stays_linear(unit, prefix, suffix):
+    """nvidia-smi and fuser rows are read by regexes with a lazy name between runs of spaces."""
+    from triage.bundle import BundleReader
+
+    def read_line(text: str) -> None:
+        BundleReader().read(Line(no=1, text=text, raw=text))
+
+    assert_linear(read_line, _shape(unit, prefix, suffix), 300 * min(SCALE, 2), f"bundle {prefix + unit!r}")
+
+
 def test_anchor_scan_stays_linear_on_every_pathological_shape():
     pattern, _ = anchors()
     for unit in PATHOLOGICAL:

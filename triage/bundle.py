@@ -21,13 +21,15 @@ WORDS = ("MiB", "NVIDIA-SMI", "Driver Version", "/dev/nvidia", "PyTorch version:
          "used_memory", "used_gpu_memory", "GPU 0:", "GPU 1:", "GPU 2:", "GPU 3:", "00000000:")
 
 _SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
-# Possessive `\s++`/`\d++` and the `(?<=\S)` after each lazy name keep these linear: with plain
-# `\s+` around a lazy `(.+?)`, a line of spaces made the match cubic (seconds for 2 KB).
-_SMI_GPU = re.compile(r"^\|\s++(\d++)\s++(.+?)(?<=\S)\s++(?:On|Off)\s++\|")
+# Each `\s+` is followed by something that cannot be a space (a digit, `\S`, a word), and each
+# lazy name ends on `(?<=\S)`, so every split is forced and matching stays linear: with a
+# plain `(.+?)` after `\s+`, a line of spaces made the match cubic (seconds for 2 KB).
+# (Possessive quantifiers would say the same, but Python 3.10 has none.)
+_SMI_GPU = re.compile(r"^\|\s+(\d+)\s+(\S.*?)(?<=\S)\s+(?:On|Off)\s+\|")
 _SMI_MEMORY = re.compile(r"\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|")
 _SMI_PROCESS = re.compile(
-    r"^\|\s++(\d++)\s++(?:(?:N/A|\d++)\s++(?:N/A|\d++)\s++)?(\d++)\s++(C|G|C\+G|M|M\+C)\s++(.+?)(?<=\S)\s++"
-    r"(\d++|N/A)(?:MiB)?\s++\|")
+    r"^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C|G|C\+G|M|M\+C)\s+(\S.*?)(?<=\S)\s+"
+    r"(\d+|N/A)(?:MiB)?\s+\|")
 _FUSER = re.compile(r"^(?:/dev/nvidia[\w-]*:)?\s+(\S+)\s+(\d+)\s+[FfmMrRcCeE.]{4,6}\s+(\S+)")
 _ENV = {
     "PyTorch version:": "torch_version", "vLLM Version:": "vllm_version", "Nvidia driver version:": "driver_version",
