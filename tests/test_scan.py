@@ -141,7 +141,7 @@ def test_a_complete_line_ends_its_window(engine):
     stats = InputStats("scan")
     marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, 3, engine)
     seen = []
-    for no, text, anchored, _ in marked:
+    for _, text, anchored, _ in marked:
         seen.append(text)
         if anchored:
             marked.line_complete()

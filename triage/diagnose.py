@@ -107,7 +107,7 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     fatal_lines = _fatal_lines(fatal)
     found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
-    for order, rule in enumerate(rules):
+    for rule in rules:
         hit = _apply(rule, attempt, base, texts, fatal_lines)
         if hit is None:
             continue

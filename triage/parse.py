@@ -169,7 +169,7 @@ def prefilter_words() -> tuple[str, ...]:
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
     words: set[str] = set()
-    for rule, firsts in _first_terminals(lark).items():
+    for firsts in _first_terminals(lark).values():
         for name in firsts:
             words.update(_literals(name, terminals[name].pattern))
     return tuple(sorted(words))
