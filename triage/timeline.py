@@ -137,6 +137,7 @@ class Signal:
 
     implied_phase: str | None = None  # from an error that follows and names the phase
     phase_line: int | None = None  # the sibling rank's frame line that gave implied_phase
+    sibling_frames: list[str] = field(default_factory=list)  # that sibling's frame functions
 
     @property
     def phase(self) -> str | None:
@@ -460,6 +461,7 @@ def _phase_from_siblings(attempt: Attempt) -> None:
             phase = chain.phase
             if phase is not None and phase != "starting":
                 signal.implied_phase, signal.phase_line = phase, first
+                signal.sibling_frames = [f.func for f in chain.frames][:MAX_FRAMES_PER_TRACEBACK]
                 break
 
 
