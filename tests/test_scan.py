@@ -19,6 +19,7 @@ from triage import read, scan
 from triage.bundle import WORDS
 from triage.parse import number_words, prefilter, prefilter_words
 from triage.read import InputStats, iter_chunks, iter_lines
+from triage.unwrap import join_wrapped
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
@@ -43,7 +44,11 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
     stats = InputStats("ref")
     grammar, evidence = prefilter_words(), WORDS
     out, left = [], 0
-    for no, text in enumerate(iter_lines(io.BytesIO(data), stats), 1):
+    lines = enumerate(iter_lines(io.BytesIO(data), stats), 1)
+    width = scan.wrap_width_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))
+    if width is not None:  # a hard-wrapped paste: the scan hands on whole (joined) lines
+        lines = ((no, text[:read.MAX_LINE_CHARS]) for no, text in join_wrapped(lines, width))
+    for no, text in lines:
         in_window = left > 0
         if in_window:
             left -= 1
@@ -59,7 +64,8 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
 
 def _scanned(data: bytes, window: int, engine: str) -> tuple[list, InputStats]:
     stats = InputStats("scan")
-    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, window, engine)), stats
+    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, window, engine,
+                                 wrap_sample=len(data) + 1)), stats
 
 
 def _same(data: bytes, engine: str, window: int = 3) -> None:

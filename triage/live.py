@@ -124,7 +124,7 @@ class Watch:
         self.report: Report | None = None
         self.error: BaseException | None = None
         self._checked: tuple = ()
-        options = dataclasses.replace(options, on_event=self._on_event)
+        options = dataclasses.replace(options, on_event=self._on_event, wrap_sample=0)
         self._thread = threading.Thread(target=self._run, args=(name, options, rules),
                                         name="vllm-triage-pipeline", daemon=True)
         self._thread.start()

@@ -36,6 +36,9 @@ class Options:
     # Called after each line that states something has been fed to the timeline, with
     # (timeline, line, events): live callers (`run --`, `--follow`) watch for the fatal event.
     on_event: Callable[[Timeline, Line, list[ev.Event]], None] | None = None
+    # Bytes read ahead to tell a hard-wrapped paste (unwrap.py); 0 for a live stream, which
+    # a terminal has not wrapped and which must not wait for a sample.
+    wrap_sample: int = 256 << 10
 
 
 _RULES_CACHE: dict[tuple, list[Rule]] = {}
@@ -74,7 +77,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS)):
+    for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
+                                                   wrap_sample=options.wrap_sample)):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -350,6 +354,9 @@ def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: in
         notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
     if dropped_attempts:
         notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
+    if stats.wrap_width:
+        notes.append(f"the log was hard-wrapped at {stats.wrap_width} columns (a terminal copy?): "
+                     "wrapped lines were joined back, and cited by their first line")
     if stats.truncated_lines:
         notes.append(f"{stats.truncated_lines} over-long line(s) were cut at 64 KiB")
     if stats.lines == 0:

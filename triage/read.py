@@ -15,7 +15,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -37,6 +37,7 @@ class InputStats:
     truncated_lines: int = 0
     compressed: bool = False
     encoding: str = "utf-8"
+    wrap_width: int | None = None  # a hard-wrapped paste: the column its lines were cut at
     notes: list[str] = field(default_factory=list)
 
 
@@ -161,9 +162,14 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
 
 def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[str]:
     """Yield decoded physical lines (no newline), streaming in chunks of CHUNK_SIZE."""
+    return lines_of(iter_chunks(stream, stats, max_bytes), stats)
+
+
+def lines_of(chunks: Iterable[bytes], stats: InputStats) -> Iterator[str]:
+    """The decoded physical lines of UTF-8 chunks, cut and counted in `stats`."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending, skipping = "", False
-    for chunk in iter_chunks(stream, stats, max_bytes):
+    for chunk in chunks:
         pieces = decoder.decode(chunk).split("\n")
         for piece in pieces[:-1]:
             if skipping:

@@ -20,9 +20,13 @@ import codecs
 import os
 import threading
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from functools import lru_cache
 
-from .read import MAX_LINE_CHARS, InputStats, _finish
+from .read import MAX_LINE_CHARS, InputStats, _finish, lines_of
+from .unwrap import SAMPLE_LINES, detect_width, join_wrapped
+
+SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
 # A line is (number, text, holds a grammar anchor word, holds an evidence word).
 Marked = tuple[int, str, bool, bool]
@@ -188,28 +192,43 @@ def _matcher(backend: str | None) -> Matcher:
 
 
 def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
-                backend: str | None = None) -> "MarkedLines":
+                backend: str | None = None, wrap_sample: int = 0) -> "MarkedLines":
     """Each line holding an anchor or evidence word, and the `window` lines after each line
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
-    evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them."""
+    evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them.
+
+    With `wrap_sample`, that many bytes are read first to tell a paste hard-wrapped at one
+    column (`unwrap.py`); its wrapped lines are then handed on joined, numbered by their
+    first physical line."""
+    chunks = iter(chunks)
+    head: list[bytes] = []
+    size = 0
+    while size < wrap_sample and (chunk := next(chunks, None)) is not None:
+        head.append(chunk)
+        size += len(chunk)
+    width = wrap_width_of(b"".join(head)) if head else None
+    chunks = chain(head, chunks)
+    if width is not None:
+        stats.wrap_width = width
+        return MarkedLines(_WrappedScanner(matcher(backend), stats, window, width), chunks)
     return MarkedLines(_Scanner(matcher(backend), stats, window), chunks)
+
+
+def wrap_width_of(first: bytes) -> int | None:
+    """The hard-wrap width the first chunk shows (its complete lines), or None."""
+    sample = first[:SAMPLE_BYTES].decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
+    return detect_width(sample[:SAMPLE_LINES][:-1])
 
 
 class MarkedLines:
     """The iterator of `iter_marked`, with a way to say that the last line handed on was whole."""
 
-    def __init__(self, scanner: "_Scanner", chunks: Iterable[bytes]) -> None:
+    def __init__(self, scanner: "_Scanner | _WrappedScanner", chunks: Iterable[bytes]) -> None:
         self._scanner = scanner
-        self._lines = self._scan(chunks)
+        self._lines = scanner.scan(chunks)
 
     def __iter__(self) -> Iterator[Marked]:
         return self._lines
-
-    def _scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
-        for chunk in chunks:
-            if chunk:
-                yield from self._scanner.feed(chunk)
-        yield from self._scanner.close()
 
     def line_complete(self) -> None:
         """The anchor line just handed on holds its whole message: the lines after it are not
@@ -224,6 +243,12 @@ class _Scanner:
         self.carry = b""  # the unfinished last line of the chunks so far
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
+
+    def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
+        for chunk in chunks:
+            if chunk:
+                yield from self.feed(chunk)
+        yield from self.close()
 
     def feed(self, chunk: bytes) -> Iterator[Marked]:
         first = chunk.find(b"\n")
@@ -310,3 +335,26 @@ class _Scanner:
             self.window_left = self.window
         if grammar or evidence or in_window:
             yield self.stats.lines, text, grammar, evidence
+
+
+class _WrappedScanner:
+    """A hard-wrapped paste (`unwrap.detect_width`): read line by line, each wrapped line
+    joined back whole, then tested like any line. Such pastes are small; no chunk search."""
+
+    def __init__(self, m: Matcher, stats: InputStats, window: int, width: int) -> None:
+        self.m, self.stats, self.window, self.width = m, stats, window, width
+        self.window_left = 0
+
+    def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
+        physical = ((self.stats.lines, line) for line in lines_of(chunks, self.stats))
+        for no, text in join_wrapped(physical, self.width):
+            if len(text) > MAX_LINE_CHARS:
+                text = text[:MAX_LINE_CHARS]
+            in_window = self.window_left > 0
+            if in_window:
+                self.window_left -= 1
+            grammar, evidence = self.m.classify(text)
+            if grammar:
+                self.window_left = self.window
+            if grammar or evidence or in_window:
+                yield no, text, grammar, evidence

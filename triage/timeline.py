@@ -47,6 +47,9 @@ IMPLIED_PHASES = {
     "kv_too_small": "kv_cache_allocation", "no_cache_memory": "kv_cache_allocation",
 }
 NEARBY_LINES = 6
+# How far after a phase-less error a sibling rank's frames may come: the ranks' tracebacks
+# interleave, and one OOM message hard-wrapped at 80 columns takes ten lines by itself.
+SIBLING_LINES = 30
 DEATH_WINDOW = 400  # lines between an engine's fatal error and the wrapper saying it died
 
 
@@ -449,14 +452,14 @@ def _no_kv_cache(event: ev.Event) -> bool:
 def _phase_from_siblings(attempt: Attempt) -> None:
     """Ranks of one engine run each startup phase together, and a fragment of interleaved
     ranks often prints one rank's error before another rank's frames. An error with no
-    phase of its own takes the phase of frames printed within NEARBY_LINES after it (a
+    phase of its own takes the phase of frames printed within SIBLING_LINES after it (a
     phase past `starting`: the generic frames of a dying process say nothing)."""
     for signal in attempt.signals:
         if signal.after_ready or signal.phase is not None:
             continue
         for chain in attempt.chains:
             first = next((f.line for tb in chain.tracebacks for f in tb.frames), None)
-            if first is None or not 0 < first - signal.line <= NEARBY_LINES:
+            if first is None or not 0 < first - signal.line <= SIBLING_LINES:
                 continue
             phase = chain.phase
             if phase is not None and phase != "starting":

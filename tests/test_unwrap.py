@@ -1,0 +1,120 @@
+"""Hard-wrapped pastes (a terminal copy cuts every line at one column): found and joined back.
+
+A log as printed must never be taken for a wrapped one; a log wrapped at any usual width
+must get the diagnosis it gets whole; evidence cites the first physical line of a message.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from conftest import CORPUS, FIXTURES, fixture_cases, triage_bytes
+from triage.pipeline import Options, run
+from triage.scan import wrap_width_of
+from triage.unwrap import detect_width, join_wrapped, starts_record
+
+CASES = fixture_cases()
+WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}
+
+
+def hard_wrap(text: str, width: int) -> str:
+    """What a terminal copy does: every line cut into pieces of `width` characters."""
+    out = []
+    for line in text.split("\n"):
+        out += [line[i:i + width] for i in range(0, max(len(line), 1), width)]
+    return "\n".join(out)
+
+
+def logs_as_printed() -> list:
+    logs = [p for p in sorted(FIXTURES.rglob("*.log")) if p.stem not in WRAPPED_ON_PURPOSE]
+    return logs + (sorted(CORPUS.glob("*.log")) if CORPUS.is_dir() else [])
+
+
+def test_no_log_as_printed_is_taken_for_wrapped():
+    taken = [p.name for p in logs_as_printed() if wrap_width_of(p.read_bytes()) is not None]
+    assert taken == []
+    assert wrap_width_of((FIXTURES / "damaged" / "kv-hard-wrapped-at-100-columns.log").read_bytes()) == 100
+
+
+def _top(data: bytes) -> tuple[str | None, str]:
+    report = triage_bytes(data)
+    return (report.diagnoses[0].id if report.diagnoses else None), report.outcome
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_wrapped_fixtures_keep_their_diagnosis(width):
+    changed = []
+    for path, _ in CASES:
+        if path.stem in WRAPPED_ON_PURPOSE or path.parent.name == "damaged":
+            continue  # already damaged on purpose: a second damage is not the question
+        text = path.read_text(encoding="utf-8", errors="replace")
+        whole, wrapped = _top(text.encode()), _top(hard_wrap(text, width).encode())
+        if whole != wrapped:
+            changed.append((path.name, whole, wrapped))
+    assert changed == []
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
+@pytest.mark.parametrize("width", [80, 120])
+def test_wrapped_corpus_logs_keep_their_diagnosis(width):
+    changed = []
+    for path in sorted(CORPUS.glob("*.log")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        whole, wrapped = _top(text.encode()), _top(hard_wrap(text, width).encode())
+        if whole != wrapped:
+            changed.append((path.name, whole, wrapped))
+    assert changed == []
+
+
+OOM = ("(VllmWorker rank=0 pid=4242) ERROR 07-18 09:31:06 [multiproc_executor.py:527] torch.OutOfMemoryError: "
+       "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.19 GiB "
+       "is free. Including non-PyTorch memory, this process has 22.44 GiB memory in use. Of the allocated memory "
+       "21.90 GiB is allocated by PyTorch, and 96.13 MiB is reserved by PyTorch but unallocated.")
+
+
+def test_a_wrapped_message_is_cited_by_its_first_line_and_the_report_says_so():
+    log = "\n".join([
+        "INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2",
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2279, '
+        "in capture_model",
+        OOM,
+    ])
+    report = triage_bytes(hard_wrap(log, 80).encode())
+    assert any("hard-wrapped at 80 columns" in note for note in report.notes)
+    assert report.failure is not None and "Tried to allocate 2.00 GiB" in report.failure.message
+    first_oom_line = hard_wrap(log, 80).split("\n").index(OOM[:80]) + 1
+    assert report.failure.line == first_oom_line
+    assert report.input.lines == len(hard_wrap(log, 80).split("\n"))
+
+
+def test_a_live_stream_is_never_unwrapped():
+    log = hard_wrap("\n".join(OOM.replace("pid=4242", f"pid={pid}") for pid in (11, 12, 13)), 80).encode()
+    report = run(io.BytesIO(log), "live", Options(wrap_sample=0))
+    assert not any("hard-wrapped" in note for note in report.notes)
+    assert any("hard-wrapped" in note for note in run(io.BytesIO(log), "pasted").notes)
+
+
+def test_joining_stops_at_a_record_and_at_a_short_line():
+    lines = ["a" * 10, "b" * 10, "c" * 3, "d" * 10, "Traceback (most recent call last):", "e" * 10,
+             "INFO 07-18 09:31:06 [core.py:1] next"]
+    joined = list(join_wrapped(enumerate(lines, 1), 10))
+    assert joined == [(1, "a" * 10 + "b" * 10 + "c" * 3), (4, "d" * 10), (5, "Traceback (most recent call last):"),
+                      (6, "e" * 10), (7, "INFO 07-18 09:31:06 [core.py:1] next")]
+
+
+@pytest.mark.parametrize("line, record", [
+    ("(VllmWorker rank=1 pid=7) INFO x", True), ("INFO 07-18 09:31:06 [core.py:1] x", True),
+    ('  File "/x.py", line 3, in f', True), ("RuntimeError: boom", True), ("| 0 N/A |", True), ("+---+", True),
+    ("ory. Tried to allocate 2.00 GiB", False), ("yError: CUDA", False), ("|", False), (" GiB free", False),
+])
+def test_what_starts_a_record(line, record):
+    assert starts_record(line) is record
+
+
+def test_repeated_lines_of_one_length_are_not_wrapping():
+    bar = "=" * 100
+    sample = [bar, "x", bar, "x", bar, "x", bar, "x"]
+    assert detect_width(sample) is None

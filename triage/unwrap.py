@@ -1,0 +1,79 @@
+"""Hard-wrapped pastes: every long line cut at one column, rejoined before the scan.
+
+A log copied out of a terminal (tmux or screen copy mode, a fixed-width console, `fold`)
+carries a newline wherever a line reached the right edge, so "CUDA out of memory" can
+arrive as "CUDA out of mem" + "ory". The word-level scan cannot see a phrase split like
+that. Such a paste shows itself: many lines have exactly the same, largest, length W, and
+the line after each of them does not start a log record. When a sample of the input says
+so, each W-long line is joined with the next one, and the joined line keeps the number of
+its first physical line (evidence cites where the message starts in the user's file).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from .lines import peel
+
+SAMPLE_LINES = 4000
+MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
+MIN_WRAPPED = 3  # W-long lines needed in the sample (one long message cut three times will do)
+MAX_SEGMENTS = 200  # a joined line holds at most this many physical lines
+
+# What only the start of a record looks like (the peeled prefixes aside): a traceback's
+# head or frame, the exception that ends it, a table rule or row, a date. A continuation
+# can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
+_RECORD_START = re.compile(r"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{4}-\d\d-\d\d[ T]"
+                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
+
+
+def starts_record(line: str) -> bool:
+    """Does this physical line begin a log record of its own (so it continues nothing)?"""
+    if not line.strip():
+        return True
+    if _RECORD_START.match(line):
+        return True
+    peeled = peel(line, 0)
+    return peeled.headed or bool(peeled.origin) or peeled.level is not None
+
+
+def detect_width(sample: list[str]) -> int | None:
+    """The column W at which these lines were hard-wrapped, or None for a log as printed.
+
+    W must be the commonest length among long lines and the largest but for a few; at
+    least MIN_WRAPPED and a 25th of the long lines must have it (at a wide W few lines
+    reach it), and most of them must be
+    followed by a line that starts no record, and the pairs (W-long line, next line) must
+    mostly differ (a repeated banner is one pair again and again)."""
+    long = [len(line) for line in sample if len(line) >= MIN_WIDTH]
+    if len(long) < MIN_WRAPPED:
+        return None
+    width, count = Counter(long).most_common(1)[0]
+    if width > MAX_WIDTH or count < max(MIN_WRAPPED, len(long) // 25):
+        return None
+    if sum(1 for n in long if n > width) > max(2, len(long) // 50):
+        return None
+    at = [i for i, line in enumerate(sample[:-1]) if len(line) == width]
+    if len({(sample[i], sample[i + 1]) for i in at}) < max(2, (len(at) + 1) // 2):
+        return None  # one line and its follower, repeated (a banner, a bar): not wrapping
+    continued = sum(1 for i in at if not starts_record(sample[i + 1]))
+    return width if continued >= 0.6 * len(at) else None
+
+
+def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple[int, str]]:
+    """(number of the first physical line, joined text) from (number, physical line)."""
+    held_no, parts = 0, []
+    for no, line in lines:
+        if parts and (starts_record(line) or len(parts) >= MAX_SEGMENTS):
+            yield held_no, "".join(parts)
+            parts = []
+        if not parts:
+            held_no = no
+        parts.append(line)
+        if len(line) != width:
+            yield held_no, "".join(parts)
+            parts = []
+    if parts:
+        yield held_no, "".join(parts)
