@@ -28,6 +28,13 @@ CASES = [
     ("VllmWorkerProcess pid=214) ERROR 09-27 05:20:38 multiproc_worker_utils.py:233] lost paren", "VllmWorkerProcess pid=214", "ERROR", "lost paren"),
     ("(EngineCore pid=4242) INFO 03-29 01:24:36 [gpu_worker.py:272] new style", "EngineCore pid=4242", "INFO", "new style"),
     ("INFO 03-27 08:35:47 llm_engine.py:73] old style", "", "INFO", "old style"),
+    # grep -n (N:) and its context lines (N-) before other prefixes
+    ("43:> torch.cuda.OutOfMemoryError: CUDA out of memory.", "", None, "torch.cuda.OutOfMemoryError: CUDA out of memory."),
+    ("3:svc-local  | 2024-02-20 21:46:23 | ERROR | stderr | boom", "", "ERROR", "boom"),
+    ("17-(EngineCore_DP0 pid=3) ERROR 01-01 00:00:00 [core.py:1] context line", "EngineCore_DP0 pid=3", "ERROR", "context line"),
+    ("12:RuntimeError: Engine core initialization failed.", "", None, "RuntimeError: Engine core initialization failed."),
+    # numbers that belong to the message stay
+    ("2048-token prompts are fine", "", None, "2048-token prompts are fine"),
 ]
 
 

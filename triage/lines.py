@@ -72,7 +72,10 @@ _VLLM_HEADER = re.compile(
 )
 _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
 _QUOTE = re.compile(r"(?:>\s?)+")
-_NUMBERED = re.compile(rf"\d{{1,9}}(?::|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File )")
+# `grep -n` (N:) and its context lines (N-), `nl`/`cat -n` (N and blanks): peeled only before
+# what starts a record, so a number that belongs to the message stays.
+_NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
+                       r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)")
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
 _RAY_REPEAT = re.compile(r"\[repeated (\d{1,18})x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
