@@ -19,7 +19,7 @@ from triage import read, scan
 from triage.bundle import WORDS
 from triage.parse import number_words, prefilter, prefilter_words
 from triage.read import InputStats, iter_chunks, iter_lines
-from triage.unwrap import join_wrapped
+from triage.unwrap import repaired
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
@@ -45,9 +45,9 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
     grammar, evidence = prefilter_words(), WORDS
     out, left = [], 0
     lines = enumerate(iter_lines(io.BytesIO(data), stats), 1)
-    width = scan.wrap_width_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))
-    if width is not None:  # a hard-wrapped paste: the scan hands on whole (joined) lines
-        lines = ((no, text[:read.MAX_LINE_CHARS]) for no, text in join_wrapped(lines, width))
+    repair = scan.repair_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))
+    if repair:  # an indented or hard-wrapped paste: the scan hands on whole (repaired) lines
+        lines = ((no, text[:read.MAX_LINE_CHARS]) for no, text in repaired(lines, repair))
     for no, text in lines:
         in_window = left > 0
         if in_window:

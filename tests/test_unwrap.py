@@ -12,7 +12,7 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, fixture_cases, triage_bytes
 from triage.pipeline import Options, run
-from triage.scan import wrap_width_of
+from triage.scan import repair_of
 from triage.unwrap import detect_width, join_wrapped, starts_record
 
 CASES = fixture_cases()
@@ -33,9 +33,9 @@ def logs_as_printed() -> list:
 
 
 def test_no_log_as_printed_is_taken_for_wrapped():
-    taken = [p.name for p in logs_as_printed() if wrap_width_of(p.read_bytes()) is not None]
+    taken = [p.name for p in logs_as_printed() if repair_of(p.read_bytes())]
     assert taken == []
-    assert wrap_width_of((FIXTURES / "damaged" / "kv-hard-wrapped-at-100-columns.log").read_bytes()) == 100
+    assert repair_of((FIXTURES / "damaged" / "kv-hard-wrapped-at-100-columns.log").read_bytes()).width == 100
 
 
 def _top(data: bytes) -> tuple[str | None, str]:
@@ -43,17 +43,44 @@ def _top(data: bytes) -> tuple[str | None, str]:
     return (report.diagnoses[0].id if report.diagnoses else None), report.outcome
 
 
-@pytest.mark.parametrize("width", [80, 120, 200])
-def test_wrapped_fixtures_keep_their_diagnosis(width):
+def indent(text: str, prefix: str) -> str:
+    """What a Markdown or Stack Overflow code block does: the same indent before every line."""
+    return "\n".join(prefix + line for line in text.split("\n"))
+
+
+RESHAPES = {
+    "wrap80": lambda t: hard_wrap(t, 80),
+    "wrap120": lambda t: hard_wrap(t, 120),
+    "wrap200": lambda t: hard_wrap(t, 200),
+    "indent4": lambda t: indent(t, "    "),
+    "indent-tab": lambda t: indent(t, "\t"),
+    "wrap100-then-indent4": lambda t: indent(hard_wrap(t, 100), "    "),
+}
+
+
+@pytest.mark.parametrize("reshape", RESHAPES)
+def test_reshaped_fixtures_keep_their_diagnosis(reshape):
     changed = []
     for path, _ in CASES:
         if path.stem in WRAPPED_ON_PURPOSE or path.parent.name == "damaged":
             continue  # already damaged on purpose: a second damage is not the question
         text = path.read_text(encoding="utf-8", errors="replace")
-        whole, wrapped = _top(text.encode()), _top(hard_wrap(text, width).encode())
-        if whole != wrapped:
-            changed.append((path.name, whole, wrapped))
+        whole, reshaped = _top(text.encode()), _top(RESHAPES[reshape](text).encode())
+        if whole != reshaped:
+            changed.append((path.name, whole, reshaped))
     assert changed == []
+
+
+def test_an_indented_paste_is_said_and_a_frames_fragment_keeps_its_indent():
+    log = (FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log").read_text()
+    report = triage_bytes(indent(log, "    ").encode())
+    assert report.diagnoses[0].id == "kv_cache_insufficient"
+    assert any("indented (4 space(s)" in note for note in report.notes)
+    frames = ['  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks',
+              "    self.model_runner.profile_run()",
+              '  File "/x/vllm/worker/model_runner.py", line 7, in profile_run',
+              '    raise ValueError("No available memory for the cache blocks.")']
+    assert not repair_of(("\n".join(frames) + "\n").encode())
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")

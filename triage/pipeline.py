@@ -354,6 +354,10 @@ def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: in
         notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
     if dropped_attempts:
         notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
+    if stats.indent:
+        notes.append(f"every line of the log was indented ({len(stats.indent)} "
+                     f"{'tab' if stats.indent.startswith(chr(9)) else 'space'}(s), a pasted code block): "
+                     "the indent was cut")
     if stats.wrap_width:
         notes.append(f"the log was hard-wrapped at {stats.wrap_width} columns (a terminal copy?): "
                      "wrapped lines were joined back, and cited by their first line")

@@ -38,6 +38,7 @@ class InputStats:
     compressed: bool = False
     encoding: str = "utf-8"
     wrap_width: int | None = None  # a hard-wrapped paste: the column its lines were cut at
+    indent: str = ""  # a paste indented as a block: the whitespace cut from every line
     notes: list[str] = field(default_factory=list)
 
 

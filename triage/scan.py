@@ -24,7 +24,7 @@ from itertools import chain
 from functools import lru_cache
 
 from .read import MAX_LINE_CHARS, InputStats, _finish, lines_of
-from .unwrap import SAMPLE_LINES, detect_width, join_wrapped
+from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
@@ -206,24 +206,24 @@ def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
     while size < wrap_sample and (chunk := next(chunks, None)) is not None:
         head.append(chunk)
         size += len(chunk)
-    width = wrap_width_of(b"".join(head)) if head else None
+    repair = repair_of(b"".join(head)) if head else Repair()
     chunks = chain(head, chunks)
-    if width is not None:
-        stats.wrap_width = width
-        return MarkedLines(_WrappedScanner(matcher(backend), stats, window, width), chunks)
+    if repair:
+        stats.wrap_width, stats.indent = repair.width, repair.indent
+        return MarkedLines(_RepairScanner(matcher(backend), stats, window, repair), chunks)
     return MarkedLines(_Scanner(matcher(backend), stats, window), chunks)
 
 
-def wrap_width_of(first: bytes) -> int | None:
-    """The hard-wrap width the first chunk shows (its complete lines), or None."""
-    sample = first[:SAMPLE_BYTES].decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
-    return detect_width(sample[:SAMPLE_LINES][:-1])
+def repair_of(head: bytes) -> Repair:
+    """How the input's head (its complete lines) was reshaped by a paste, if it was."""
+    sample = head[:SAMPLE_BYTES].decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
+    return detect(sample[:SAMPLE_LINES][:-1])
 
 
 class MarkedLines:
     """The iterator of `iter_marked`, with a way to say that the last line handed on was whole."""
 
-    def __init__(self, scanner: "_Scanner | _WrappedScanner", chunks: Iterable[bytes]) -> None:
+    def __init__(self, scanner: "_Scanner | _RepairScanner", chunks: Iterable[bytes]) -> None:
         self._scanner = scanner
         self._lines = scanner.scan(chunks)
 
@@ -337,17 +337,18 @@ class _Scanner:
             yield self.stats.lines, text, grammar, evidence
 
 
-class _WrappedScanner:
-    """A hard-wrapped paste (`unwrap.detect_width`): read line by line, each wrapped line
-    joined back whole, then tested like any line. Such pastes are small; no chunk search."""
+class _RepairScanner:
+    """A reshaped paste (`unwrap.detect`): read line by line, each line with its indent cut
+    and wrapped lines joined back whole, then tested like any line. Such pastes are small;
+    no chunk search."""
 
-    def __init__(self, m: Matcher, stats: InputStats, window: int, width: int) -> None:
-        self.m, self.stats, self.window, self.width = m, stats, window, width
+    def __init__(self, m: Matcher, stats: InputStats, window: int, repair: Repair) -> None:
+        self.m, self.stats, self.window, self.repair = m, stats, window, repair
         self.window_left = 0
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         physical = ((self.stats.lines, line) for line in lines_of(chunks, self.stats))
-        for no, text in join_wrapped(physical, self.width):
+        for no, text in repaired(physical, self.repair):
             if len(text) > MAX_LINE_CHARS:
                 text = text[:MAX_LINE_CHARS]
             in_window = self.window_left > 0

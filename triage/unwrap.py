@@ -1,19 +1,25 @@
-"""Hard-wrapped pastes: every long line cut at one column, rejoined before the scan.
+"""Pastes a person reshaped: indented as a block, or hard-wrapped at one column. Undone first.
 
-A log copied out of a terminal (tmux or screen copy mode, a fixed-width console, `fold`)
-carries a newline wherever a line reached the right edge, so "CUDA out of memory" can
-arrive as "CUDA out of mem" + "ory". The word-level scan cannot see a phrase split like
-that. Such a paste shows itself: many lines have exactly the same, largest, length W, and
-the line after each of them does not start a log record. When a sample of the input says
-so, each W-long line is joined with the next one, and the joined line keeps the number of
-its first physical line (evidence cites where the message starts in the user's file).
+A log pasted as a Markdown or Stack Overflow code block carries four spaces (or a tab)
+before every line, which hides every prefix the line reader peels. A log copied out of a
+terminal (tmux or screen copy mode, a fixed-width console, `fold`) carries a newline
+wherever a line reached the right edge, so "CUDA out of memory" can arrive as
+"CUDA out of mem" + "ory"; the word-level scan cannot see a phrase split like that.
+
+Both show themselves in a sample of the input: the same whitespace before every line; or
+many lines of exactly the same, largest, length W, each followed by a line that starts no
+log record. The indent is then cut from each line, and each W-long line is joined with
+the next; a joined line keeps the number of its first physical line (evidence cites where
+the message starts in the user's file).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from .lines import peel
 
@@ -77,3 +83,46 @@ def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple
             parts = []
     if parts:
         yield held_no, "".join(parts)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """How a paste was reshaped: the indent before every line, the column lines were cut at."""
+
+    indent: str = ""
+    width: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.indent) or self.width is not None
+
+
+def detect_indent(sample: list[str]) -> str:
+    """The whitespace every non-empty line starts with, when cutting it leaves a log: a
+    tenth of the lines then start a record (a wrapped paste has many continuation lines;
+    a fragment of traceback frames and source keeps its indentation)."""
+    lines = [line for line in sample if line.strip()]
+    if len(lines) < 3:
+        return ""
+    prefix = os.path.commonprefix(lines)
+    indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    if not indent:
+        return ""
+    starts = sum(1 for line in lines[:500] if starts_record(line[len(indent):]))
+    return indent if starts >= 0.1 * min(len(lines), 500) else ""
+
+
+def detect(sample: list[str]) -> Repair:
+    indent = detect_indent(sample)
+    if indent:
+        sample = [line[len(indent):] if line.startswith(indent) else line.lstrip(" \t") for line in sample]
+    return Repair(indent, detect_width(sample))
+
+
+def repaired(lines: Iterable[tuple[int, str]], repair: Repair) -> Iterator[tuple[int, str]]:
+    """(number of the first physical line, text) with the indent cut and wrapped lines joined."""
+    if repair.indent:
+        cut = len(repair.indent)
+        lines = ((no, line[cut:] if line.startswith(repair.indent) else line.lstrip(" \t")) for no, line in lines)
+    if repair.width is not None:
+        lines = join_wrapped(lines, repair.width)
+    return iter(lines)
