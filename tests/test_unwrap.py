@@ -145,3 +145,20 @@ def test_repeated_lines_of_one_length_are_not_wrapping():
     bar = "=" * 100
     sample = [bar, "x", bar, "x", bar, "x", bar, "x"]
     assert detect_width(sample) is None
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+LINE_POOL = [line for path, _ in CASES[:40] for line in path.read_text(errors="replace").split("\n")[:40]]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(picks=st.lists(st.integers(0, len(LINE_POOL) - 1), min_size=1, max_size=60),
+       width=st.integers(20, 450), prefix=st.sampled_from(["", "    ", "\t", " ", "> "]))
+def test_any_reshaped_paste_is_read_and_every_line_counted(picks, width, prefix):
+    text = indent(hard_wrap("\n".join(LINE_POOL[i] for i in picks), width), prefix)
+    report = triage_bytes(text.encode())
+    assert report.input.lines == len(text.split("\n"))
+    for evidence in (e for d in report.diagnoses for e in d.evidence):
+        assert 1 <= evidence.line <= report.input.lines
