@@ -24,3 +24,20 @@ def test_missing_file_is_exit_2_with_one_line(tmp_path):
     code = main([str(tmp_path / "nope.log")], stdout=io.StringIO(), stderr=err)
     assert code == 2
     assert err.getvalue().count("\n") == 1 and "no such file" in err.getvalue()
+
+
+def test_no_regex_uses_syntax_python_310_lacks():
+    """requires-python is 3.10: possessive quantifiers and atomic groups came in 3.11."""
+    import ast
+    import re as _re
+    from pathlib import Path
+
+    bad = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "triage").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                bare = _re.sub(r"\\.", "E", node.value)  # an escape is one atom
+                bare = _re.sub(r"\[\^?\]?[^\]]*\]", "C", bare)  # so is a character class
+                if _re.search(r"\(\?>|[*+?}]\+", bare):
+                    bad.append(f"{path.name}:{node.lineno}: {node.value[:60]!r}")
+    assert bad == []
