@@ -197,9 +197,9 @@ def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
     evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them.
 
-    With `wrap_sample`, that many bytes are read first to tell a paste hard-wrapped at one
-    column (`unwrap.py`); its wrapped lines are then handed on joined, numbered by their
-    first physical line."""
+    With `wrap_sample`, that many bytes are read first to tell a paste indented as a block
+    or hard-wrapped at one column (`unwrap.py`); its lines are then handed on with the
+    indent cut and wrapped lines joined, numbered by their first physical line."""
     chunks = iter(chunks)
     head: list[bytes] = []
     size = 0
