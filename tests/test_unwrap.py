@@ -13,7 +13,8 @@ import pytest
 from conftest import CORPUS, FIXTURES, fixture_cases, triage_bytes
 from triage.pipeline import Options, run
 from triage.scan import repair_of
-from triage.unwrap import detect_width, join_wrapped, starts_record
+from triage.lines import starts_record
+from triage.unwrap import detect_width, join_wrapped
 
 CASES = fixture_cases()
 WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}

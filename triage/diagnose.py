@@ -45,7 +45,7 @@ class FailureView(BaseModel):
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
-    sibling_frames: list[str] = []  # that sibling rank's frame functions (when its own are missing)
+    phase_frames: list[str] = []  # the frame functions that placed it in its phase: its own, else a sibling rank's
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -61,7 +61,7 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         frames=[f.func for f in chain_frames], files=[f.file for f in chain_frames],
         kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
         exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
-        sibling_frames=signal.sibling_frames,
+        phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
         where=_where(chain_frames),
     )
 

@@ -183,3 +183,21 @@ def _norm_level(level: str | None) -> str | None:
     if level == "FATAL":
         return "CRITICAL"
     return level
+
+
+# What only the start of a record looks like (the peeled prefixes aside): a traceback's
+# head or frame, the exception that ends it, a table rule or row, a date. A continuation
+# can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
+_RECORD_START = re.compile(rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
+                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
+
+
+def starts_record(line: str) -> bool:
+    """Does this physical line begin a log record of its own (so it continues no wrapped
+    message)? Anything peeled off its start counts: a prefix, a header, a quote, a number."""
+    if not line.strip():
+        return True
+    if _RECORD_START.match(line):
+        return True
+    peeled = peel(line, 0)
+    return peeled.headed or bool(peeled.origin) or peeled.level is not None or peeled.text != line.rstrip()

@@ -12,7 +12,7 @@ from typing import BinaryIO
 from . import events as ev
 from .bundle import BundleReader
 from .diagnose import AttemptResult, diagnose_attempt, exported_facts
-from .lines import Line, peel, strip_ansi
+from .lines import Line, peel, starts_record, strip_ansi
 from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
 from .redact import redact_data
@@ -215,11 +215,9 @@ def _progress_key(raw: str) -> str | None:
 
 
 def _continues(raw: str) -> bool:
-    """A physical line that cannot start a message of its own: no prefix, no header, no indent."""
-    if not raw or raw[0] in " \t(" or raw.startswith(("[rank", "Traceback", "INFO", "WARNING", "ERROR", "DEBUG")):
-        return False
-    line = peel(raw, 0)
-    return not line.headed and not line.origin and line.text == raw.rstrip()
+    """A physical line that cannot start a message of its own: no prefix, no header, no indent
+    (an indented line is a traceback's frame or source, never the rest of a message)."""
+    return bool(raw) and raw[0] not in " \t(" and not starts_record(raw)
 
 
 def run_path(path: str | Path, options: Options | None = None) -> Report:

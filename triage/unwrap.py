@@ -16,34 +16,16 @@ the message starts in the user's file).
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from .lines import peel
+from .lines import starts_record
 
 SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
 MIN_WRAPPED = 3  # W-long lines needed in the sample (one long message cut three times will do)
 MAX_SEGMENTS = 200  # a joined line holds at most this many physical lines
-
-# What only the start of a record looks like (the peeled prefixes aside): a traceback's
-# head or frame, the exception that ends it, a table rule or row, a date. A continuation
-# can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
-_RECORD_START = re.compile(r"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{4}-\d\d-\d\d[ T]"
-                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
-
-
-def starts_record(line: str) -> bool:
-    """Does this physical line begin a log record of its own (so it continues nothing)?"""
-    if not line.strip():
-        return True
-    if _RECORD_START.match(line):
-        return True
-    peeled = peel(line, 0)
-    return peeled.headed or bool(peeled.origin) or peeled.level is not None
-
 
 def detect_width(sample: list[str]) -> int | None:
     """The column W at which these lines were hard-wrapped, or None for a log as printed.
