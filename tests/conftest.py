@@ -26,6 +26,15 @@ def triage_text(text: str, name: str = "test.log"):
     return triage_bytes(text.encode("utf-8"), name)
 
 
+def log_text(path: Path) -> str:
+    """A log file's text as the tool decodes it (gzip, UTF-16 and BOMs), with its line ends."""
+    from triage.read import InputStats, iter_chunks
+
+    with open(path, "rb") as fh:
+        data = b"".join(iter_chunks(fh, InputStats(name=path.name)))
+    return data.decode("utf-8", errors="replace")
+
+
 def triage_file(path: Path):
     from triage.pipeline import run_path
 

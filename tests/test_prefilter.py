@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import log_text
 from triage import parse
 from triage.bundle import BundleReader
 from triage.lines import peel
@@ -33,8 +34,7 @@ def _logs() -> tuple[Path, ...]:
 def _lines() -> tuple[str, ...]:
     out = []
     for path in _logs():
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            out.extend(line.rstrip("\n") for line in fh)
+        out.extend(log_text(path).split("\n"))
     return tuple(out)
 
 
