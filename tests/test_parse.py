@@ -220,3 +220,14 @@ def test_a_source_line_that_calls_a_phase_function_is_a_frame(source, func):
         assert [(f.file, f.func) for f in frames] == [("<call>", func)]
     else:
         assert frames == []
+
+
+def test_a_match_the_transformer_rejects_is_not_taken_for_a_line_cut_short():
+    # lark wraps a transformer's ValueError in VisitError (a LarkError): it must not be
+    # retried as a truncated line and come back as a cut hub error
+    from triage.lines import peel
+
+    line = "requests.exceptions.HTTPError: 401 Client Error: Unauthorized. Retry at http://intranet.local/login"
+    events = parse.parse_line(peel(line, 1))
+    assert [e.kind for e in events] == ["exception"]
+    assert not any(e.truncated for e in events)

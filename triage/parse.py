@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from lark import Lark, Token, Tree
-from lark.exceptions import LarkError, UnexpectedCharacters
+from lark.exceptions import LarkError, UnexpectedCharacters, VisitError
 
 from . import events as ev
 from .lines import Line
@@ -366,7 +366,6 @@ def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]
     for attempt in range(MAX_RETRIES):
         try:
             tree = _quick_tree(rule, text) or grammar().parse(text, start=rule)
-            made = TRANSFORMER.transform(tree)
         except LarkError as exc:
             pos = _error_pos(exc, text)
             if attempt == 0 and pos >= len(text) - NEAR_END:
@@ -378,6 +377,14 @@ def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]
             continue
         except (ValueError, ArithmeticError, OverflowError):
             return [], False
+        try:
+            made = TRANSFORMER.transform(tree)
+        except VisitError as exc:
+            # lark wraps a callback's exception: a transformer that rejects a match (or a
+            # figure that does not convert) means "not this message", never "cut short"
+            if isinstance(exc.orig_exc, (ValueError, ArithmeticError, OverflowError)):
+                return [], False
+            raise
         events = [_build(item, line, truncated) for item in (made if isinstance(made, list) else [made]) if item]
         return events, ran_out
     return [], ran_out
