@@ -29,12 +29,12 @@ SUBCOMMANDS: dict[str, str] = {
 }
 # One line each for `vllm-triage --help` (a subcommand without one is still listed).
 SUMMARIES: dict[str, str] = {
-    "run": "run -- CMD: run the server, pass its output through, explain a failed start",
-    "batch": "batch DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
-    "explain": "explain CAUSE: what a cause means, its signs and fixes, the rules that name it",
-    "rules": "rules check|test|list: validate, exercise, list the rule packs",
-    "schema": "schema: the JSON Schema of the report",
-    "serve": "serve: the HTTP backend for chat bots and CI (extra: [server])",
+    "run": "-- CMD: run the server, pass its output through, explain a failed start",
+    "batch": "DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
+    "explain": "CAUSE: what a cause means, its signs and fixes, the rules that name it",
+    "rules": "check|test|list: validate, exercise, list the rule packs",
+    "schema": "the JSON Schema of the report",
+    "serve": "the HTTP backend for chat bots and CI (extra: [server])",
 }
 EXIT_STATUS = """exit status:
   0  no failure found (a healthy or incomplete log), or --exit-zero
