@@ -15,7 +15,7 @@ from ..report import Report
 from .common import command_line, facts_line, headline
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#!|~&$])")
-_LIST_START = re.compile(r"^(\d+)([.)])")  # "1." at the start of a line would begin a list
+_LIST_START = re.compile(r"^(\d+)([.)])(?=\s|$)")  # "1." at the start of a line would begin a list
 _BACKTICKS = re.compile(r"`+")
 MESSAGE_CHARS = 20_000  # a failure message longer than this is cut (the job summary has a 1 MiB cap)
 
