@@ -185,7 +185,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
         raise UsageError("'-' (stdin) can be read only once; give it once")
     targets = _targets(args, stdout)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
-    reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr)
+    reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
     worst = max([EXIT_OK] + [EXIT_FAILURE_FOUND for r in reports if r.outcome == "failed" or r.diagnoses])
     if reports:
         _render_targets(reports, targets, args, stdout, options.redact)
@@ -208,7 +208,8 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
     return [("quiet" if args.quiet and out is None else fmt, out) for fmt, out in targets]
 
 
-def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str]) -> tuple[list, int]:
+def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show_traceback: bool = False
+                  ) -> tuple[list, int]:
     """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
     from .errors import InputError
     from .pipeline import run
@@ -224,6 +225,10 @@ def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str]) -> t
                 if path != "-":
                     stream.close()
         except InputError as exc:
+            if show_traceback:
+                import traceback
+
+                traceback.print_exc(file=stderr)
             stderr.write(_error_line(str(exc), options.redact))
             unreadable += 1
     return reports, unreadable
