@@ -66,7 +66,7 @@ def _rest(reports: list[Report]) -> str:
     outcomes = Counter("failed" if r in failed else r.outcome for r in reports)
     counted = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
     listed = "; ".join(f"{c} x{n}" for c, n in causes.most_common())
-    names = ", ".join(r.input.name for r in failed[:20]) + (", ..." if len(failed) > 20 else "")
+    names = ", ".join(r.input.name for r in failed[:20]) + (f" and {len(failed) - 20} more" if len(failed) > 20 else "")
     message = f"{len(reports)} more logs: {counted}" + (f". Causes: {listed}. Failed: {names}" if failed else "")
     kind = "error" if failed else "notice"
     return command(kind, _clip(message + ". The job summary has every report."),

@@ -23,7 +23,7 @@ from .common import command_line, facts_line, headline
 
 OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow"}
 TAB = 4
-ORIGIN_CHARS = 18
+ORIGIN_CHARS = 20
 
 
 def render(report: Report, width: int = 100, color: bool = False, **_: object) -> str:
@@ -95,8 +95,9 @@ def _evidence(console: Console, d: Diagnosis, width: int) -> None:
 
 
 def _origin(origin: str) -> str:
-    short = origin.split(" pid=")[0] if origin else ""
-    return short if len(short) <= ORIGIN_CHARS - 2 else short[: ORIGIN_CHARS - 3] + "…"
+    """The process, without its pid (the line number already points at the line)."""
+    short = origin.strip("() ").split(" pid=")[0] if origin else ""
+    return short if len(short) <= ORIGIN_CHARS else short[: ORIGIN_CHARS - 1] + "…"
 
 
 def _tabs(text: str) -> str:
