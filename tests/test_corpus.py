@@ -68,3 +68,12 @@ def test_corpus_case(case, meta, snapshot_json):
         pytest.xfail(KNOWN_MISSES[case])
     assert right, f"expected {expect or 'no diagnosis'}, got {got}"
     assert summary(report) == snapshot_json
+
+
+def test_without_the_corpus_every_snapshot_is_a_skipped_case(monkeypatch, tmp_path):
+    """A clone without ../shared must not report the corpus snapshots unused (noise that invites deleting them)."""
+    monkeypatch.setattr(__import__(__name__), "LABELS", tmp_path / "absent" / "labels.yaml")
+    cases = _cases()
+    stems = {p.stem for p in SNAPSHOTS.glob("test_corpus_case[[]*].json")}
+    assert {f"test_corpus_case[{c.id}]" for c in cases} == stems
+    assert all(mark.name == "skip" for c in cases for mark in c.marks)
