@@ -108,3 +108,9 @@ def test_no_install_line_asks_pypi_for_vllm_triage():
     for line in docs.splitlines():
         for m in re.finditer(r"pip install (['\"]?)(vllm-triage[^\s'\"]*)\1?(\s+@\s*git\+)?", line):
             assert m.group(3) or "finds nothing" in line, line
+
+
+def test_the_servers_install_hint_works_without_pypi():
+    from triage.serve import EXTRA_MISSING
+
+    assert "'.[server]'" in EXTRA_MISSING and "git+" in EXTRA_MISSING
