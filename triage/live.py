@@ -240,7 +240,8 @@ def _parse_run(argv: list[str]):
                 description="Run a vLLM server, pass its output through, and "
                 "explain a failed startup on stderr. Exits with the command's exit code.")
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
-    p.add_argument("-f", "--format", choices=FORMATS, help="report format (default: terminal on a TTY, else markdown)")
+    p.add_argument("-f", "--format", choices=FORMATS,
+                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stderr ('-': stderr)")
     p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
                    help="stop analysing after this much output (e.g. 20MiB); all of it is still passed through")
