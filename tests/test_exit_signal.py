@@ -47,6 +47,13 @@ def test_a_found_cause_stays_first_and_the_signal_becomes_a_note():
     assert [d.id for d in report.diagnoses] == ["kv_cache_insufficient"] and "SIGKILL" in report.notes[-1]
 
 
+def test_a_healthy_server_stopped_by_sigterm_is_not_a_failure():
+    healthy = incomplete().model_copy(update={"outcome": "healthy"})
+    stopped = with_exit_signal(healthy, -15)
+    assert stopped.outcome == "healthy" and not stopped.diagnoses and "SIGTERM" in stopped.notes[-1]
+    assert with_exit_signal(healthy, -9).diagnoses[0].id == "host_memory_exhausted"  # killed while serving
+
+
 def test_plain_exit_codes_are_not_signals():
     assert signal_of(0) is None and signal_of(1) is None and signal_of(2) is None and signal_of(200) is None
     assert with_exit_signal(incomplete(), 1) == incomplete()

@@ -60,7 +60,8 @@ def with_exit_signal(report: Report, code: int) -> Report:
     name = signal.Signals(number).name
     how = (f"exit status {code}: 128+{number}, as a shell reports {name}" if code > 0
            else f"signal {number}; vllm-triage run exits {_SHELL_BASE + number}")
-    if report.diagnoses:
+    stopped = number not in _KNOWN and number not in _CRASHES  # SIGTERM, SIGINT, SIGHUP: asked to stop
+    if report.diagnoses or (stopped and report.outcome == "healthy"):
         return report.model_copy(update={"notes": [*report.notes, f"the command then died of {name} ({how})"]})
     cause, title, confidence, explanation, remedies = _KNOWN.get(number) or _other(number, name)
     diagnosis = Diagnosis(id=cause, title=title, confidence=confidence, explanation=f"{explanation} ({how})",
