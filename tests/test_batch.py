@@ -68,3 +68,24 @@ def test_usage_errors_exit_2(tmp_path):
     assert run([str(_folder(tmp_path)), "--jobs", "0"])[0] == 2
     code, _, err = run([])
     assert code == 2 and "vllm-triage:" in err
+
+
+def test_rotated_logs_are_read(tmp_path):
+    shutil.copy(FAILED, tmp_path / "vllm.log.1")
+    (tmp_path / "vllm.log.2.gz").write_bytes(gzip.compress(FAILED.read_bytes()))
+    shutil.copy(HEALTHY, tmp_path / "vllm.log")
+    (tmp_path / "notes.1").write_text("not a log")
+    code, out, _ = run([str(tmp_path), "-j", "1", "-f", "jsonl"])
+    names = sorted(json.loads(line)["input"]["name"] for line in out.splitlines())
+    assert code == 1 and [n.rsplit("/", 1)[1] for n in names] == ["vllm.log", "vllm.log.1", "vllm.log.2.gz"]
+
+
+def test_batch_never_reads_its_own_output(tmp_path, monkeypatch):
+    """`batch . > b.out`: the shell creates b.out (a .out file) before batch looks for logs."""
+    shutil.copy(FAILED, tmp_path / "a.log")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # the second run finds the first run's b.out and b.jsonl.log too
+        with open(tmp_path / "b.out", "w", encoding="utf-8") as redirected:
+            code = main(["batch", ".", "-j", "1", "--jsonl", "b.jsonl.log"], stdout=redirected, stderr=io.StringIO())
+        assert code == 1
+        assert "1 logs" in (tmp_path / "b.out").read_text()

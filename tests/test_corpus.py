@@ -22,10 +22,16 @@ SUMMARY_FACTS = ("gpu_total_bytes", "gpu_memory_utilization", "budget_bytes", "w
                  "max_model_len", "startup_free_bytes", "foreign_bytes", "tensor_parallel_size")
 
 
+SNAPSHOTS = Path(__file__).parent / "__snapshots__" / "test_corpus"
+
+
 def _cases():
     if not LABELS.exists():
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason="../shared/corpus is not present"),
-                             id="corpus-absent")]
+        # One skipped case per snapshot, so a clone without ../shared does not report them all unused.
+        absent = pytest.mark.skip(reason="../shared/corpus is not present")
+        names = sorted(p.stem[len("test_corpus_case["):-1] for p in SNAPSHOTS.glob("test_corpus_case[[]*].json"))
+        return [pytest.param(n, None, marks=absent, id=n) for n in names] or [
+            pytest.param(None, None, marks=absent, id="corpus-absent")]
     labels = yaml.safe_load(LABELS.read_text())
     params = []
     for case, meta in sorted(labels.items()):
@@ -62,3 +68,12 @@ def test_corpus_case(case, meta, snapshot_json):
         pytest.xfail(KNOWN_MISSES[case])
     assert right, f"expected {expect or 'no diagnosis'}, got {got}"
     assert summary(report) == snapshot_json
+
+
+def test_without_the_corpus_every_snapshot_is_a_skipped_case(monkeypatch, tmp_path):
+    """A clone without ../shared must not report the corpus snapshots unused (noise that invites deleting them)."""
+    monkeypatch.setattr(__import__(__name__), "LABELS", tmp_path / "absent" / "labels.yaml")
+    cases = _cases()
+    stems = {p.stem for p in SNAPSHOTS.glob("test_corpus_case[[]*].json")}
+    assert {f"test_corpus_case[{c.id}]" for c in cases} == stems
+    assert all(mark.name == "skip" for c in cases for mark in c.marks)

@@ -76,7 +76,7 @@ def test_an_internal_error_message_is_redacted(monkeypatch):
     ([], "required: LOG"),
     (["rules", "frobnicate"], "invalid choice"),
     (["x.log", "-f", "json", "-f", "markdown"], "more than one --format"),
-    (["--width", "wide", "x.log"], "invalid int value"),
+    (["--width", "wide", "x.log"], "not a number"),
 ])
 def test_usage_errors_are_one_line(argv, words):
     code, out, err = cli(argv)

@@ -141,7 +141,9 @@ def test_step_summary_gets_the_markdown_appended(tmp_path, monkeypatch):
     assert out.getvalue().startswith("::error ")
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("# earlier step\n")
-    assert render_all([triage_file(FAILED)], "markdown", True) in text
+    named = triage_file(FAILED)
+    named = named.model_copy(update={"input": named.input.model_copy(update={"name": str(FAILED)})})
+    assert render_all([named], "markdown", True) in text
     assert "## vllm-triage: failed" in text and "--max-model-len" in text
 
 

@@ -15,6 +15,8 @@ import argparse
 import glob
 import json
 import os
+import re
+import stat
 import sys
 import time
 from collections import Counter
@@ -24,6 +26,7 @@ from .errors import TriageError, UsageError
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".gz")
+ROTATED = re.compile(r"\.(?:log|txt|out)\.\d{1,4}(?:\.gz)?$")  # logrotate's vllm.log.1, vllm.log.2.gz
 
 # Set in each worker (and in-process) by _init: what every log is triaged with.
 _OPTIONS = None
@@ -36,16 +39,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .conventions import size_arg
+
     p = _Parser(prog="vllm-triage batch", description="Triage many logs in parallel and count their causes.")
     p.add_argument("inputs", nargs="+", metavar="DIR_OR_GLOB",
-                   help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files, recursively), a glob or a file")
+                   help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
+                   "recursively), a glob or a file")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON report per log to FILE")
     p.add_argument("-f", "--format", choices=("table", "jsonl"), default="table",
                    help="stdout: the summary table (default) or JSON Lines (the table then goes to stderr)")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE", help="add a rule pack")
     p.add_argument("--no-redact", action="store_true", help="show secrets found in the logs (local use only)")
-    p.add_argument("--max-bytes", type=int, default=None, help="refuse logs larger than this")
+    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
+                   help="refuse logs larger than this (e.g. 20MiB)")
     return p
 
 
@@ -54,7 +61,7 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    paths = find_logs(args.inputs)
+    paths = find_logs(args.inputs, skip=_own_outputs(stdout, stderr, args.jsonl))
     if not paths:
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")
     from .pipeline import Options, load_rules
@@ -85,21 +92,50 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     return EXIT_SOME_FAILED if bad else EXIT_OK
 
 
-def find_logs(inputs: list[str]) -> list[str]:
-    """Files named by folders (recursively), globs and plain paths; sorted, each once."""
+def find_logs(inputs: list[str], skip: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
+    """Files named by folders (recursively), globs and plain paths; sorted, each once.
+
+    `skip` holds (device, inode) of files this run writes (`batch . > b.out`): never read back."""
     out: dict[str, None] = {}
     for item in inputs:
         if os.path.isdir(item):
             found = []
             for root, dirs, files in os.walk(item):
                 dirs.sort()
-                found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(LOG_SUFFIXES))
+                found.extend(os.path.join(root, f) for f in sorted(files) if is_log_name(f))
             out.update(dict.fromkeys(found))
         elif os.path.exists(item):
             out[item] = None
         else:
             out.update(dict.fromkeys(p for p in sorted(glob.glob(item, recursive=True)) if os.path.isfile(p)))
-    return list(out)
+    return [p for p in out if _identity(p) not in skip]
+
+
+def is_log_name(name: str) -> bool:
+    return name.endswith(LOG_SUFFIXES) or bool(ROTATED.search(name))
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]]:
+    """The files behind our stdout/stderr (a shell redirection) and --jsonl, if they exist."""
+    found = set()
+    for stream in (stdout, stderr):
+        try:
+            st = os.fstat(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.add((st.st_dev, st.st_ino))
+    if jsonl and _identity(jsonl):
+        found.add(_identity(jsonl))
+    return frozenset(found)
 
 
 def triage_many(paths: list[str], options, jobs: int) -> list[tuple[str, str, str]]:

@@ -1,12 +1,13 @@
 """The command line: arguments, exit codes, and the one place errors become one line on stderr.
 
 Exit codes (a contract): 0 no failure found, 1 a failure found (diagnosed or not),
-2 usage, input or rule-pack error.
+2 usage, input or rule-pack error (also when one of several logs could not be read).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -24,7 +25,26 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "triage.live:run_command",
     "serve": "triage.serve:serve_command",
     "batch": "triage.batch:batch_command",
+    "explain": "triage.explain:explain_command",
 }
+# One line each for `vllm-triage --help` (a subcommand without one is still listed).
+SUMMARIES: dict[str, str] = {
+    "run": "-- CMD: run the server, pass its output through, explain a failed start",
+    "batch": "DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
+    "explain": "CAUSE: what a cause means, its signs and fixes, the rules that name it",
+    "rules": "check|test|list: validate, exercise, list the rule packs",
+    "schema": "the JSON Schema of the report",
+    "serve": "the HTTP backend for chat bots and CI (extra: [server])",
+}
+EXIT_STATUS = """exit status:
+  0  no failure found (a healthy or incomplete log), or --exit-zero
+  1  a failure was found in some log (diagnosed or not)
+  2  usage, input or rule-pack error; also when one of several logs could not be read
+     (the others are still reported)"""
+ENVIRONMENT = """environment:
+  VLLM_TRIAGE_FORMAT  default --format (else terminal on a TTY, markdown otherwise)
+  NO_COLOR            no colour; FORCE_COLOR: colour even off a TTY (--color wins over both)
+  GITHUB_STEP_SUMMARY with -f github: the Markdown report is appended there (kept under 1 MiB)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,27 +73,41 @@ class _OutputAction(argparse.Action):
         setattr(namespace, self.dest, pairs)
 
 
+def _epilog() -> str:
+    width = max(len(name) for name in SUBCOMMANDS) + 2
+    commands = "\n".join(f"  {name:<{width}}{SUMMARIES.get(name, '')}" for name in SUBCOMMANDS)
+    return (f"commands (vllm-triage COMMAND --help for each):\n{commands}\n\n{EXIT_STATUS}\n\n{ENVIRONMENT}\n\n"
+            "The tool is not on PyPI yet: install it from a checkout, a wheel or git (see the README).")
+
+
 def _triage_parser() -> argparse.ArgumentParser:
+    from .conventions import size_arg, width_arg
     from .render import FORMATS
 
     p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
-                epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`, "
-                   "`vllm-triage batch DIR_OR_GLOB...`.")
+                usage="vllm-triage [options] LOG [LOG ...]\n       vllm-triage COMMAND [options] ...",
+                epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
     p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
                    "server is ready, fails, or --timeout passes")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long")
     p.add_argument("-f", "--format", choices=FORMATS, action=_FormatAction, dest="outputs", default=[],
-                   help="report format (default: terminal on a TTY, else markdown); repeat for several reports")
+                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown); "
+                   "repeat for several reports")
     p.add_argument("-o", "--output", metavar="FILE", action=_OutputAction, dest="outputs",
-                   help="write the report of the preceding --format to FILE instead of stdout")
+                   help="write the report of the preceding --format to FILE ('-': stdout)")
+    p.add_argument("-q", "--quiet", action="store_true", help="one line per log on stdout (files still get "
+                   "their full reports)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a failure is found (errors stay 2)")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
                    help="add a rule pack (or a folder of them) to the built-in ones")
-    p.add_argument("--width", type=int, default=None, help="terminal report width")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
     p.add_argument("--no-redact", action="store_true",
                    help="show secrets found in the log (local use only: never paste such a report)")
-    p.add_argument("--max-bytes", type=int, default=None, help="refuse inputs larger than this")
+    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
+                   help="refuse inputs larger than this (e.g. 20MiB)")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
     p.add_argument("--version", action="version", version=f"vllm-triage {__version__}")
     return p
@@ -88,9 +122,12 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
     show_traceback = "--traceback" in argv
     redact = "--no-redact" not in argv
     try:
-        if argv and argv[0] in SUBCOMMANDS:
-            return _subcommand(argv, stdin, stdout, stderr)
-        return _triage(argv, stdin, stdout, stderr)
+        with contextlib.redirect_stdout(stdout):  # argparse prints --help and --version to sys.stdout
+            if argv and argv[0] in SUBCOMMANDS:
+                return _subcommand(argv, stdin, stdout, stderr)
+            return _triage(argv, stdin, stdout, stderr)
+    except SystemExit as exc:  # --help, --version: argparse's own exit
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
     except TriageError as exc:
         if show_traceback:
             import traceback
@@ -130,45 +167,93 @@ NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the l
 
 
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
-    from .pipeline import Options, load_rules, run
-    from .read import open_source
+    from .conventions import output_path
+    from .pipeline import Options, load_rules
 
     args = _triage_parser().parse_args(argv)
+    stderr = stderr or sys.stderr
+    args.outputs = [[fmt, output_path(out)] for fmt, out in args.outputs]
     if args.no_redact:
-        (stderr or sys.stderr).write(NO_REDACT_WARNING)
+        stderr.write(NO_REDACT_WARNING)
     if args.follow is not None or args.timeout is not None:
         from .live import follow_command
 
         return follow_command(args, stdout)
     if not args.paths:
         raise UsageError("the following arguments are required: LOG")
-    is_tty = hasattr(stdout, "isatty") and stdout.isatty()
-    targets = [(fmt or ("terminal" if is_tty and not out else "markdown"), out) for fmt, out in args.outputs]
-    targets = targets or [("terminal" if is_tty else "markdown", None)]
+    if args.paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be read only once; give it once")
+    targets = _targets(args, stdout)
+    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
+    reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
+    worst = max([EXIT_OK] + [EXIT_FAILURE_FOUND for r in reports if r.outcome == "failed" or r.diagnoses])
+    if reports:
+        _render_targets(reports, targets, args, stdout, options.redact)
+    if unreadable:
+        return EXIT_ERROR
+    return EXIT_OK if args.exit_zero else worst
+
+
+def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
+    """(format, file or None for stdout) for each report to write; at most one goes to stdout."""
+    from .conventions import default_format
+
+    is_tty = _isatty(stdout)
+    targets = [(fmt or default_format(is_tty and not out), out) for fmt, out in args.outputs]
+    targets = targets or [(default_format(is_tty), None)]
     if sum(1 for _, out in targets if out is None) > 1:
         raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
-    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
-    rules = load_rules(args.rules)
-    reports, worst = [], EXIT_OK
-    for path in args.paths:
-        stream, name = open_source(path, stdin)
+    if args.quiet and not any(out is None for _, out in targets):
+        targets.append(("quiet", None))
+    return [("quiet" if args.quiet and out is None else fmt, out) for fmt, out in targets]
+
+
+def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show_traceback: bool = False
+                  ) -> tuple[list, int]:
+    """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
+    from .errors import InputError
+    from .pipeline import run
+    from .read import open_source
+
+    reports, unreadable = [], 0
+    for path in paths:
         try:
-            report = run(stream, name, options, rules)
-        finally:
-            if path != "-":
-                stream.close()
-        reports.append(report)
-        failed = report.outcome == "failed" or bool(report.diagnoses)
-        worst = max(worst, EXIT_FAILURE_FOUND if failed else EXIT_OK)
+            stream, _ = open_source(path, stdin)
+            try:
+                reports.append(run(stream, "<stdin>" if path == "-" else path, options, rules))
+            finally:
+                if path != "-":
+                    stream.close()
+        except InputError as exc:
+            if show_traceback:
+                import traceback
+
+                traceback.print_exc(file=stderr)
+            stderr.write(_error_line(str(exc), options.redact))
+            unreadable += 1
+    return reports, unreadable
+
+
+def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool) -> None:
+    from .conventions import color_wanted
+
+    is_tty = _isatty(stdout)
     for fmt, out in targets:
         to_tty = out is None and is_tty
-        color = args.color == "always" or (args.color == "auto" and to_tty and not os.environ.get("NO_COLOR"))
         width = args.width or (_terminal_width() if to_tty else 100)
-        text = render_all(reports, fmt, options.redact, width=width, color=color)
+        text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
         _write(text, out, stdout)
     if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
-        _append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], render_all(reports, "markdown", options.redact))
-    return worst
+        from .step_summary import append_step_summary
+
+        append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], reports, redact)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def render_all(reports: list, fmt: str, redact: bool, **render_options) -> str:
@@ -176,6 +261,15 @@ def render_all(reports: list, fmt: str, redact: bool, **render_options) -> str:
     from .redact import redact_text
     from .render import STRUCTURED, render
 
+    if fmt == "quiet":
+        from .render.common import one_line
+
+        return "".join(redact_text(one_line(r)) + "\n" if redact else one_line(r) + "\n" for r in reports)
+    if fmt == "github" and len(reports) > 1:
+        from .render.github import render_many
+
+        text = render_many(reports)
+        return redact_text(text) if redact else text
     chunks = []
     for report in reports:
         text = render(report, fmt, **render_options)
@@ -204,15 +298,6 @@ def _join(chunks: list[str], fmt: str) -> str:
     return join(chunks, fmt)
 
 
-def _append_step_summary(path: str, markdown: str) -> None:
-    """GitHub Actions shows what a step appends to $GITHUB_STEP_SUMMARY on the run's page."""
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(markdown + "\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}") from None
-
-
 def _terminal_width() -> int:
     try:
         return max(60, min(os.get_terminal_size().columns, 160))
@@ -228,12 +313,17 @@ def _subcommand(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
 
 
 def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
-    """`vllm-triage schema`: the JSON Schema of the report (a published contract)."""
+    """`vllm-triage schema [-o FILE]`: the JSON Schema of the report (a published contract)."""
     import json
 
+    from .conventions import output_path
     from .report import json_schema
 
-    stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    p = _Parser(prog="vllm-triage schema", description="Print the JSON Schema of the report (and of batch's "
+                "error records, under $defs) that `--format json` and `batch --jsonl` follow.")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout ('-': stdout)")
+    args = p.parse_args(argv)
+    _write(json.dumps(json_schema(), indent=2) + "\n", output_path(args.output), stdout)
     return EXIT_OK
 
 

@@ -177,9 +177,11 @@ def _failed(report: Report) -> bool:
 
 def _emit(report: Report, fmt: str | None, out: str | None, stream: IO[str], redact: bool = True,
           color_mode: str = "auto", width: int | None = None) -> None:
+    from .conventions import color_wanted, default_format
+
     tty = out is None and _isatty(stream)
-    fmt = fmt or ("terminal" if tty else "markdown")
-    color = color_mode == "always" or (color_mode == "auto" and tty and not os.environ.get("NO_COLOR"))
+    fmt = fmt or default_format(tty)
+    color = color_wanted(color_mode, tty)
     text = render_all([report], fmt, redact, width=width or (_terminal_width() if tty else 100), color=color)
     _write(text, out, stream)
     stream.flush()
@@ -193,7 +195,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
     args, cmd = _parse_run(argv)
     rules = load_rules()
     log = _open_log(args.log)
-    name = os.path.basename(args.log) if args.log else f"output of {os.path.basename(cmd[0])}"
+    name = args.log if args.log else f"output of {os.path.basename(cmd[0])}"
     printed = False
     with _Forwarder() as forwarder:  # before the child starts: a Ctrl-C now still reaches it
         try:
@@ -203,7 +205,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
                 log.close()
             stderr.write(f"vllm-triage: cannot run {cmd[0]}: {exc.strerror or exc}\n")
             return 127 if isinstance(exc, FileNotFoundError) else 126
-        watch = Watch(name, Options(), rules)
+        watch = Watch(name, Options(max_bytes=args.max_bytes), rules)
         pump = _Pump(proc, _sink(stdout), log, watch.feed)
         forwarder.attach(proc.pid)
         while proc.poll() is None:
@@ -216,7 +218,8 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
             _clear_group(proc.pid)
     code = proc.returncode
     if not printed:
-        _report_run(watch, args, stderr, only_if=lambda r: _failed(r) or (code != 0 and not forwarder.count))
+        _report_run(watch, args, stderr, only_if=lambda r: _failed(r) or (code != 0 and not forwarder.count),
+                    exit_code=None if forwarder.count else code)
     if pump.log_error:
         stderr.write(f"vllm-triage: could not write {args.log}: {pump.log_error}\n")
     return 128 - code if code < 0 else code
@@ -230,15 +233,20 @@ def _parse_run(argv: list[str]):
         opts, cmd = [], argv
     else:
         opts, cmd = argv, []
+    from .conventions import size_arg
     from .render import FORMATS
 
     p = _Parser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
                 description="Run a vLLM server, pass its output through, and "
                 "explain a failed startup on stderr. Exits with the command's exit code.")
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
-    p.add_argument("-f", "--format", choices=FORMATS, help="report format (default: terminal on a TTY, else markdown)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stderr")
+    p.add_argument("-f", "--format", choices=FORMATS,
+                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stderr ('-': stderr)")
+    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
+                   help="stop analysing after this much output (e.g. 20MiB); all of it is still passed through")
     args = p.parse_args(opts)
+    args.output = None if args.output == "-" else args.output
     if not cmd:
         raise UsageError("give the command to run after --, e.g. vllm-triage run -- vllm serve MODEL")
     return args, cmd
@@ -270,9 +278,13 @@ def _isatty(stream) -> bool:
         return False
 
 
-def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None) -> bool:
+def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None,
+                exit_code: int | None = None) -> bool:
+    from .exit_signal import with_exit_signal
+
     try:
         report = watch.finish()
+        report = report if exit_code is None else with_exit_signal(report, exit_code)
     except Exception as exc:  # noqa: BLE001 - the command's exit code still stands
         detail = exc if isinstance(exc, TriageError) else f"internal error: {type(exc).__name__}: {exc}"
         stderr.write(f"vllm-triage: could not analyse the output: {detail}\n")
@@ -461,7 +473,7 @@ def follow(path: str, timeout: float | None, options: Options, rules: list) -> t
         if deadline is not None and time.monotonic() >= deadline:
             raise InputError(f"no such file: {path} (waited {timeout:g} s)")
         time.sleep(FOLLOW_POLL)
-    watch = Watch(os.path.basename(path), options, rules)
+    watch = Watch(path, options, rules)
     scan = _ReadyScan()
     last_data = time.monotonic()
     try:

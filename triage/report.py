@@ -102,8 +102,31 @@ class Report(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+class BatchErrorInput(_Model):
+    name: str
+
+
+class BatchError(_Model):
+    """A line of `batch --jsonl` for a log that could not be read (instead of its report)."""
+
+    input: BatchErrorInput
+    error: str
+
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
 def json_schema() -> dict[str, Any]:
-    """The published JSON Schema of the report (snapshot-tested: it is a contract)."""
+    """The published JSON Schema of the report (snapshot-tested: it is a contract).
+
+    The root is the report; `$defs/BatchError` is batch's record for an unreadable log and
+    `$defs/BatchLine` either of the two (what each line of `batch --jsonl` holds)."""
     schema = Report.model_json_schema()
-    schema["$id"] = f"https://vllm-triage.invalid/report-v{SCHEMA_VERSION}.schema.json"
-    return schema
+    error = BatchError.model_json_schema()
+    defs = schema.setdefault("$defs", {})
+    defs.update(error.pop("$defs", {}))
+    defs["BatchError"] = error
+    defs["BatchLine"] = {"anyOf": [{"$ref": "#"}, {"$ref": "#/$defs/BatchError"}],
+                         "description": "One line of `vllm-triage batch --jsonl`: a report, or an error record."}
+    return {"$schema": JSON_SCHEMA_DIALECT, "$id": f"https://vllm-triage.invalid/report-v{SCHEMA_VERSION}.schema.json",
+            **schema}

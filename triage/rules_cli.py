@@ -20,7 +20,8 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
     p = _Parser(prog="vllm-triage rules")
     p.add_argument("action", choices=("check", "test", "list"))
     p.add_argument("packs", nargs="*", help="extra rule packs or folders (the built-in ones are always included)")
-    p.add_argument("--root", default=".", help="folder that fires_on/quiet_on paths are relative to")
+    p.add_argument("--root", default=".", help="folder that fires_on/quiet_on paths are relative to (for the "
+                   "built-in rules: a checkout of vllm-triage; an installed copy ships no fixtures)")
     args = p.parse_args(argv)
     from .pipeline import load_rules
 
@@ -32,7 +33,17 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
         for r in rules:
             stdout.write(f"{r.id:40s} {r.cause:32s} {r.title}\n")
         return EXIT_OK
+    _check_root(rules, Path(args.root))
     return _test(rules, Path(args.root), stdout)
+
+
+def _check_root(rules, root: Path) -> None:
+    """Not one fires_on/quiet_on log under --root: the wrong folder, not 118 failing rules."""
+    wanted = [rel for rule in rules for rel in (*rule.fires_on, *rule.quiet_on)]
+    if wanted and not any((root / rel).exists() for rel in wanted):
+        raise UsageError(f"none of the rules' fires_on/quiet_on logs is under {root.resolve()}: the built-in "
+                         "rules' fixtures are not installed with the package; run `vllm-triage rules test "
+                         "--root PATH` with PATH a checkout of vllm-triage (its fixtures/ folder)")
 
 
 def _test(rules, root: Path, stdout: IO[str]) -> int:

@@ -8,7 +8,7 @@ and only the lines around hits are cut out, decoded and handed on.
 
 The words are the grammar's anchor literals (`parse.prefilter_words()`) and the evidence
 reader's (`bundle.WORDS`), so the two prefilters cannot drift apart. The search uses the
-fastest engine installed (`pip install 'vllm-triage[fast]'`): Hyperscan, then the Rust
+fastest engine installed (the `fast` extra): Hyperscan, then the Rust
 Aho-Corasick automaton, then a pure-Python search for a few key substrings. Each yields
 the same lines; only the speed differs. `VLLM_TRIAGE_MATCHER=python|ahocorasick|hyperscan`
 picks one (tests, benchmarks).

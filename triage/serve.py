@@ -25,7 +25,8 @@ from typing import IO, Any
 from . import __version__
 from .errors import InputError, UsageError
 
-EXTRA_MISSING = "the server needs the [server] extra: pip install 'vllm-triage[server]'"
+EXTRA_MISSING = ("the server needs the [server] extra (vllm-triage is not on PyPI): pip install '.[server]' "
+                 "in a checkout, or pip install \"vllm-triage[server] @ git+URL\"")
 FORMATS = ("json", "markdown", "slack")
 MEDIA = {"json": "application/json", "markdown": "text/markdown; charset=utf-8", "slack": "application/json"}
 RAW_TYPES = ("text/plain", "application/gzip", "application/x-gzip", "application/octet-stream")

@@ -54,3 +54,20 @@ def facts_line(report: Report) -> list[tuple[str, str]]:
             except (TypeError, ValueError):
                 continue
     return out
+
+
+def one_line(report: Report) -> str:
+    """`--quiet`: the log, its outcome, the top cause and its first command, on one line."""
+    name = report.input.name
+    if report.diagnoses:
+        top = report.diagnoses[0]
+        cmd = next((command_line(r) for r in top.remedies if command_line(r)), "")
+        more = f" (+{len(report.diagnoses) - 1} more)" if len(report.diagnoses) > 1 else ""
+        line = report.failure.line if report.failure else None
+        at = f" at line {line}" if line else ""
+        text = f"{name}: failed{at}: {top.id} ({top.confidence:.2f}){more}: {top.title}"
+        return " ".join((text + (f"; try: {cmd}" if cmd else "")).split())
+    if report.outcome == "failed":
+        at = f" at line {report.failure.line}" if report.failure else ""
+        return f"{name}: failed{at}: no known cause matched"
+    return f"{name}: {report.outcome}"

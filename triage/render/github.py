@@ -2,8 +2,10 @@
 
 A failed report gives one `::error` (the top cause, with its remedy flags) and at most one
 `::warning` naming the other causes; a healthy report one `::notice`; an incomplete log one
-`::warning`. GitHub caps annotations per step, so this stays at two lines per log. The Markdown
-job summary (GITHUB_STEP_SUMMARY) is written by the CLI: a renderer only returns text.
+`::warning`. GitHub shows at most 10 annotations of each kind per step and drops the rest, so
+several logs (`render_many`) give at most 10 in all: one per failing log up to 9 (the other
+causes folded into it), then one that counts the rest. The Markdown job summary
+(GITHUB_STEP_SUMMARY) is written by the CLI: a renderer only returns text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from .common import command_line, headline
 
 MESSAGE_CHARS = 1500  # an annotation is a glance; the job summary holds the full report
 NO_FILE_NAMES = ("<stdin>", "-", "")
+MAX_ANNOTATIONS = 10
 
 
 def escape_data(text: str) -> str:
@@ -40,16 +43,49 @@ def render(report: Report, **_: object) -> str:
     return command(kind, headline(report), title=f"vllm-triage: {report.outcome}")
 
 
+def render_many(reports: list[Report]) -> str:
+    """Several logs in at most MAX_ANNOTATIONS annotations: all of them if they fit, else one per log."""
+    full = [render(r) for r in reports]
+    if sum(chunk.count("\n") for chunk in full) <= MAX_ANNOTATIONS:
+        return "".join(full)
+    failing = [r for r in reports if r.diagnoses or r.outcome == "failed"]
+    shown = failing if len(failing) <= MAX_ANNOTATIONS - 1 else failing[:MAX_ANNOTATIONS - 1]
+    out = "".join(_diagnosed(r, fold_others=True) if r.diagnoses else _undiagnosed(r) for r in shown)
+    rest = [r for r in reports if r not in shown]
+    if len(shown) == len(reports) - 1 == len(failing):
+        return out + render(rest[0])  # the one passing log fits in the tenth annotation
+    return out + (_rest(rest) if rest else "")
+
+
+def _rest(reports: list[Report]) -> str:
+    """One annotation that counts the logs not annotated on their own, by outcome and top cause."""
+    from collections import Counter
+
+    failed = [r for r in reports if r.diagnoses or r.outcome == "failed"]
+    causes = Counter(r.diagnoses[0].id if r.diagnoses else "no known cause" for r in failed)
+    outcomes = Counter("failed" if r in failed else r.outcome for r in reports)
+    counted = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+    listed = "; ".join(f"{c} x{n}" for c, n in causes.most_common())
+    names = ", ".join(r.input.name for r in failed[:20]) + (f" and {len(failed) - 20} more" if len(failed) > 20 else "")
+    message = f"{len(reports)} more logs: {counted}" + (f". Causes: {listed}. Failed: {names}" if failed else "")
+    kind = "error" if failed else "notice"
+    return command(kind, _clip(message + ". The job summary has every report."),
+                   title=f"vllm-triage: {len(reports)} more logs (annotations are capped at {MAX_ANNOTATIONS})")
+
+
 def _location(report: Report) -> dict[str, object]:
     file = report.input.name if report.input.name not in NO_FILE_NAMES else None
     line = report.failure.line if report.failure and file else None
     return {"file": file, "line": line}
 
 
-def _diagnosed(report: Report) -> str:
+def _diagnosed(report: Report, fold_others: bool = False) -> str:
     top, others = report.diagnoses[0], report.diagnoses[1:]
-    out = command("error", _summary(report, top), **_location(report), title=top.title)
-    if others:
+    summary = _summary(report, top)
+    if others and fold_others:
+        summary = _clip(summary + " Also possible: " + ", ".join(d.id for d in others) + ".")
+    out = command("error", summary, **_location(report), title=top.title)
+    if others and not fold_others:
         listed = "; ".join(f"{d.id}: {d.title} (confidence {d.confidence:.2f})" for d in others)
         noun = "cause" if len(others) == 1 else "causes"
         out += command("warning", f"{report.input.name}: also possible: {listed}",
