@@ -26,6 +26,8 @@ GRAPHS = "cuda_graph_capture"        # OUTSIDE, during graph capture (enforce-ea
 KERNEL_WARMUP = "kernel_warmup"      # OUTSIDE, scaled by max_num_batched_tokens
 SAMPLER_WARMUP = "sampler_warmup"    # OUTSIDE, scaled by max_num_seqs
 HOST_SWAP = "host_swap_space"        # V0 "Too large swap space": swap x TP > 0.7 x host RAM
+HOST_RAM = "host_ram"                # the host ran out of RAM; swap space is one thing that holds it
+SERVING = "serving_batch"            # OUTSIDE, while serving: scaled by the batch (tokens, sequences)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import budget, kv
-from .checks import FITS, Check, compare, unknown
-from .inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
-                     SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
+from .checks import FITS, Check, compare, fmt, unknown
+from .inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+                     SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 
 SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
@@ -176,15 +176,13 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.weights is None:
         return None
     w = inp.weights.scale(r.tp_ratio)
-    if req.hi < w.lo:
-        return compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
-    if inp.failure in (STARTUP, NO_POOL, LOAD):
-        c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
-        if c.verdict == FITS:
-            return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
-                         missing=("the activation peak and non-torch memory",))
-        return c
-    return None
+    if r.tp_ratio != 1:
+        w = w.with_source(ESTIMATED)
+    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+    if c.verdict == FITS:  # the weights fit; the activations and non-torch memory are not in the log
+        return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
+                     missing=("the activation peak and non-torch memory",))
+    return c
 
 
 def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -220,11 +218,19 @@ def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         note += "; fewer sequences shorten each dummy sequence, not the batch"
     if r.seq_ratio != 1 and inp.mm_single_seq:
         note += "; the multimodal profile already ran one sequence, so max_num_seqs changes nothing"
-    return compare(PROFILE, "profile run's failed allocation fits what was free", need, inp.oom_free, note=note)
+    return compare(PROFILE, "profile run's failed allocation fits what was free", need,
+                   inp.oom_free + _weights_freed(inp, r), note=note)
+
+
+def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
+    """Per-device memory a larger TP frees by splitting the weights (estimated)."""
+    if r.tp_ratio >= 1 or inp.weights is None:
+        return 0.0
+    return inp.weights.scale(1 - r.tp_ratio).with_source(ESTIMATED)
 
 
 def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
-    if inp.failure not in (OUTSIDE, GRAPHS, KERNEL_WARMUP, SAMPLER_WARMUP):
+    if inp.failure not in (OUTSIDE, GRAPHS, KERNEL_WARMUP, SAMPLER_WARMUP, SERVING):
         return None
     what = "the failed allocation fits outside the budget"
     if inp.failure == GRAPHS and cfg.enforce_eager:
@@ -232,12 +238,12 @@ def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
         return unknown(OUTSIDE, what, "the failed allocation and the GPU's total")
     need = inp.oom_requested
-    if inp.failure == KERNEL_WARMUP and r.token_ratio != 1:
+    if inp.failure in (KERNEL_WARMUP, SERVING) and r.token_ratio != 1:
         need = need.scale(r.token_ratio).with_source(ESTIMATED)
-    if inp.failure == SAMPLER_WARMUP and r.seq_ratio != 1:
+    if inp.failure in (SAMPLER_WARMUP, GRAPHS) and r.seq_ratio != 1:
         need = need.scale(r.seq_ratio).with_source(ESTIMATED)
     freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
-    return compare(OUTSIDE, what, need, inp.oom_free + freed,
+    return compare(OUTSIDE, what, need, inp.oom_free + freed + _weights_freed(inp, r),
                    note="what was free plus what a smaller budget leaves; later allocations may need more")
 
 
@@ -248,5 +254,10 @@ def _swap(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     need = inp.swap_total.scale(tp / inp.tp)
     if cfg.swap_space is not None:
         need = Quantity.exact(cfg.swap_space * (1 << 30) * tp, GIVEN)
+    if inp.failure == HOST_RAM:  # a smaller swap frees host RAM only if it is smaller
+        per_gpu = inp.swap_total.scale(1 / inp.tp)
+        return compare(HOST_RAM, f"swap space x {tp} GPUs below the {fmt(inp.swap_total.value, 'bytes')} "
+                       f"({fmt(per_gpu.value, 'bytes')} x {inp.tp}) that was pinned", need,
+                       inp.swap_total - Quantity.exact(tp * (1 << 30)))
     return compare(HOST_SWAP, f"swap space x {tp} GPUs within {SWAP_LIMIT:.0%} of host RAM", need,
                    inp.cpu_total.scale(SWAP_LIMIT))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from . import budget, kv
 from .checks import FAILS, FITS, Check, overall
 from .flags import apply
-from .inputs import (GRAPHS, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,
+from .inputs import (GRAPHS, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,  # noqa: F401
                      STARTUP, Config, MemoryInputs)
 from .model import evaluate, resolve
 from .quantities import Quantity
@@ -63,7 +63,7 @@ def _ok(inp: MemoryInputs, flags: dict[str, str]) -> dict[str, str] | None:
 
 
 def num(u: float) -> str:
-    return f"{u:.2f}".rstrip("0").rstrip(".") if u < 1 else "1.0"
+    return f"{u:.3f}".rstrip("0").rstrip(".") if u < 1 else "1.0"
 
 
 def startup_util(inp: MemoryInputs) -> float | None:
@@ -193,3 +193,34 @@ def weights_exceed(inp: MemoryInputs) -> Quantity | None:
         return None
     room = inp.free if inp.free is not None else inp.total
     return inp.weights if inp.weights.lo > room.hi * MAX_UTIL else None
+
+
+def pool_util(inp: MemoryInputs, min_pool: float = 1 << 30) -> float | None:
+    """The smallest utilization leaving a KV pool of min_pool (1 GiB) after the non-KV memory."""
+    if inp.total is None:
+        return None
+    nk = resolve(inp, inp.current()).non_kv
+    if nk is None:
+        return None
+    u = budget.min_util_for_pool(inp.total, nk, Quantity.exact(min_pool))
+    if u > MAX_UTIL:
+        return None
+    v = verify(inp, {"--gpu-memory-utilization": num(u)})
+    return u if not any(c.verdict == FAILS for c in v.checks) else None
+
+
+def budget_tp(inp: MemoryInputs) -> int | None:
+    """The smallest TP (x2, x4, x8) whose weight shard leaves a KV pool, no check failing."""
+    for k in (2, 4, 8):
+        tp = inp.tp * k
+        if inp.gpu_count is not None and tp * inp.pp > inp.gpu_count:
+            return None
+        checks = evaluate(inp, inp.current().changed(tensor_parallel_size=tp))
+        pool = next((c for c in checks if c.name == NO_POOL), None)
+        if pool is not None and pool.verdict == FITS and not any(c.verdict == FAILS for c in checks):
+            return tp
+        if pool is None or pool.verdict == "cannot tell" and pool.missing:
+            if pool is not None and pool.have is not None and pool.need is not None \
+                    and pool.need.hi < pool.have.lo * 0.8:
+                return tp  # the shard fits the budget with 20% to spare; activations unknown
+    return None
