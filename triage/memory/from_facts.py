@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL,
-                     OUTSIDE, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
+                     OUTSIDE, KV_ALLOC, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
 from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
 _SAMPLER_FRAMES = ("_dummy_sampler_run", "_warmup_sampler")
 _PHASE_FAILURE = {"loading_weights": LOAD, "profiling": PROFILE, "cuda_graph_capture": GRAPHS,
-                  "kv_cache_allocation": OUTSIDE, "ready": SERVING}
+                  "kv_cache_allocation": KV_ALLOC, "ready": SERVING}
 
 
 def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], seen: Iterable[str],
@@ -126,10 +126,10 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
         weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
-        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks,
+        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),
         block_size=bs, max_model_len=_int(facts, "max_model_len"),
         max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=_int(facts, "max_num_batched_tokens"),
-        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), foreign=_q(facts, "foreign_bytes"),
+        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), oom_held=_oom(oom, "this_process"), foreign=_q(facts, "foreign_bytes"),
         cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, pp=_int(facts, "pipeline_parallel_size") or 1,
         dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),
         kv_cache_memory=_q(facts, "kv_cache_memory_bytes"), multimodal=bool(getattr(facts.get("multimodal"), "value", False)),

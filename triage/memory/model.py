@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import budget, kv
 from .checks import FITS, Check, compare, fmt, unknown
-from .inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+from .inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 
@@ -129,7 +129,7 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
     cfg = cfg or inp.current()
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_startup, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _outside, _swap):
+    for step in (_startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
@@ -142,6 +142,24 @@ def _startup(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     note = "assumes the added GPUs are as free" if r.tp_ratio < 1 else ""
     return compare(STARTUP, f"startup check: free >= total x {r.util:g}",
                    budget.requested(inp.total, r.util), inp.free, note=note)
+
+
+def reserve(inp: MemoryInputs) -> Quantity:
+    """Free memory to leave outside a budget cut to what was free: CUDA graphs and the context
+    live there. The graph memory vLLM printed, else 0.5 GiB or 5% of what was free if less."""
+    if inp.cuda_graph is not None:
+        return inp.cuda_graph
+    free = inp.free.value if inp.free is not None else 0.0
+    return Quantity.exact(min(0.5 * (1 << 30), 0.05 * free), ESTIMATED)
+
+
+def _room_outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """After a startup failure: a budget cut to the free memory must leave room outside it."""
+    if inp.failure != STARTUP or inp.free is None or inp.total is None or not inp.v1:
+        return None
+    have = inp.free - budget.requested(inp.total, r.util)
+    return compare("room_outside_budget", "free memory left outside the budget (graphs, context)",
+                   reserve(inp), have)
 
 
 def _gpu_count(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -190,6 +208,17 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if length is None:
         return None
     what = f"KV pool holds one max_model_len {length:,} request"
+    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1 and length <= inp.kv_estimate:
+        # vLLM computed this bound on the exact pool: at or under it the same pool fits
+        est = Quantity.exact(inp.kv_estimate, PRINTED)
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), est, unit="tokens",
+                       note="at or under vLLM's own estimate for this pool")
+    cap = capacity_tokens(inp)
+    if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:  # the pool as printed: its exact capacity
+        blocks = int(cap // inp.block_size / r.kv_ratio)
+        have = Quantity.exact(blocks * inp.block_size, DERIVED if r.kv_ratio != 1 else PRINTED)
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
+                       note=f"{blocks:,} blocks x {inp.block_size} tokens")
     if r.block_bytes is not None and r.pool is not None:
         need = kv.needed_bytes(length, r.block_bytes, inp.block_size)
         return compare(KV_FIT, what, need, r.pool)
@@ -203,6 +232,13 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure == KV_FIT:
         return unknown(KV_FIT, what, "the KV pool or its bytes per token")
     return None
+
+
+def capacity_tokens(inp: MemoryInputs) -> int | None:
+    """The pool's exact capacity when vLLM printed it: blocks x block_size (V0) or KV tokens (V1)."""
+    if inp.gpu_blocks is not None:
+        return inp.gpu_blocks * inp.block_size
+    return inp.kv_tokens
 
 
 def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -227,6 +263,26 @@ def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
     if r.tp_ratio >= 1 or inp.weights is None:
         return 0.0
     return inp.weights.scale(1 - r.tp_ratio).with_source(ESTIMATED)
+
+
+CONTEXT_OUTSIDE = Quantity(0.5 * (1 << 30), 0.5 * (1 << 30), 0.5 * (1 << 30), ESTIMATED)  # CUDA context etc.
+
+
+def _kv_alloc(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """An OOM allocating the pool: the whole budget (plus the context outside it) must fit what
+    this process can hold (what it held at the OOM + what was free), not only the failed tensor."""
+    if inp.failure != KV_ALLOC:
+        return None
+    what = "the whole budget fits what this process can hold"
+    if inp.total is None or inp.oom_free is None:
+        return unknown(OUTSIDE, what, "the GPU's total and free memory at the OOM")
+    if inp.oom_held is not None:
+        have = inp.oom_held + inp.oom_free
+    else:
+        have = inp.total - (inp.foreign or 0)
+    need = budget.requested(inp.total, r.util) + CONTEXT_OUTSIDE
+    return compare(OUTSIDE, what, need, have + _weights_freed(inp, r),
+                   note="the budget plus ~0.5 GiB of CUDA context outside it (estimated)")
 
 
 def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
