@@ -169,6 +169,17 @@ def batch_tokens(inp: MemoryInputs) -> int | None:
     return b if _ok(inp, {"--max-num-batched-tokens": str(b)}) else None
 
 
+def profile_len(inp: MemoryInputs) -> int | None:
+    """V0 without chunked prefill profiles max(max_model_len, 2048) tokens: the longest context
+    whose (proportionally smaller) profile allocation fits what was free."""
+    if not inp.batch_follows_len or not inp.max_model_len or inp.oom_requested is None or inp.oom_free is None:
+        return None
+    n = math.floor(inp.max_model_len * max(inp.oom_free.lo, 0) / inp.oom_requested.hi / TOKEN_STEP) * TOKEN_STEP
+    if n < 2048 or n >= inp.max_model_len:
+        return None
+    return n if _ok(inp, {"--max-model-len": str(n)}) else None
+
+
 def warmup_seqs(inp: MemoryInputs) -> int | None:
     """The largest max_num_seqs whose sampler warm-up allocation fits what was free."""
     s0 = inp.max_num_seqs
