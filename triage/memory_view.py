@@ -98,7 +98,7 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
         if v.target is None and not v.checks:
             kept.append(r)  # nothing the log gives bears on it
             continue
-        if (v.target is not None and v.target.verdict == FAILS) or any(c.verdict == FAILS for c in v.checks):
+        if (v.target is not None and v.target.verdict == FAILS) or any(solve.against(c) for c in v.checks):
             continue
         if v.target is not None and v.target.verdict != FITS and not v.target.missing:
             continue  # at the edge: the rounding of the printed figures decides, so it is no remedy

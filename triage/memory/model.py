@@ -216,7 +216,9 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     w = inp.weights.scale(r.tp_ratio)
     if r.tp_ratio != 1:
         w = w.with_source(ESTIMATED)
-    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+    # the activations and the KV cache need some of the budget too: at least a tenth (estimated)
+    need = w + req.scale(ROOM_FOR_THE_REST).with_source(ESTIMATED)
+    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights and a tenth more", need, req)
     if c.verdict == FITS:  # the weights fit; the activations and non-torch memory are not in the log
         return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
                      missing=("the activation peak and non-torch memory",))
@@ -285,6 +287,7 @@ def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
     return inp.weights.scale(1 - r.tp_ratio).with_source(ESTIMATED)
 
 
+ROOM_FOR_THE_REST = 0.1  # of the budget, kept for activations and KV when the log does not print them
 CONTEXT_OUTSIDE = Quantity(0.5 * (1 << 30), 0.5 * (1 << 30), 0.5 * (1 << 30), ESTIMATED)  # CUDA context etc.
 
 
