@@ -43,6 +43,8 @@ ANSWERS: dict[str, Callable[[MemoryInputs], Any]] = {
     "outside_len": _pair(solve.outside_util_with_len, 1),
     "batch_tokens": solve.batch_tokens,
     "profile_len": solve.profile_len,
+    "eager_fits": solve.eager_fits,
+    "kv_memory": solve.kv_memory,
     "warmup_seqs": solve.warmup_seqs,
     "load_tp": solve.load_tp,
     "budget_tp": solve.budget_tp,

@@ -118,7 +118,9 @@ def _non_kv_under(inp: MemoryInputs, tp_ratio: float, token_ratio: float) -> Qua
 
 def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None,
                 tp_ratio: float, token_ratio: float) -> Quantity | None:
-    if cfg.kv_cache_memory is not None:
+    if cfg.kv_cache_memory is not None:  # pinned: the utilization does not size the pool
+        if inp.kv_cache_memory is not None and cfg.kv_cache_memory == int(inp.kv_cache_memory.value):
+            return inp.kv_cache_memory if tp_ratio == 1 else None
         return Quantity.exact(cfg.kv_cache_memory, GIVEN)
     unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
@@ -322,6 +324,8 @@ def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure in (SAMPLER_WARMUP, GRAPHS) and r.seq_ratio != 1:
         need = need.scale(r.seq_ratio).with_source(ESTIMATED)
     freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
+    if cfg.enforce_eager and inp.cuda_graph is not None:  # graphs captured before the failure hold this
+        freed = freed + inp.cuda_graph
     return compare(OUTSIDE, what, need, inp.oom_free + freed + _weights_freed(inp, r),
                    note="what was free plus what a smaller budget leaves; later allocations may need more")
 

@@ -174,6 +174,26 @@ def batch_tokens(inp: MemoryInputs) -> int | None:
     return b if _ok(inp, {"--max-num-batched-tokens": str(b)}) else None
 
 
+def kv_memory(inp: MemoryInputs) -> int | None:
+    """With the pool pinned (--kv-cache-memory-bytes), the bytes that hold one max_model_len
+    request in the worst case, rounded up to a MiB."""
+    if inp.kv_cache_memory is None or not inp.max_model_len:
+        return None
+    r = resolve(inp, inp.current())
+    if r.block_bytes is None:
+        return None
+    need = kv.needed_bytes(inp.max_model_len, r.block_bytes, inp.block_size)
+    n = math.ceil(need.hi / (1 << 20)) * (1 << 20)
+    return n if _ok(inp, {"--kv-cache-memory-bytes": str(n)}) else None
+
+
+def eager_fits(inp: MemoryInputs) -> bool:
+    """Does --enforce-eager alone (no graph memory, as the log printed it) make room?"""
+    if inp.failure == GRAPHS:
+        return False  # the capture rule offers it on its own terms
+    return inp.cuda_graph is not None and verify(inp, {"--enforce-eager": ""}).ok
+
+
 def profile_len(inp: MemoryInputs) -> int | None:
     """V0 without chunked prefill profiles max(max_model_len, 2048) tokens: the longest context
     whose (proportionally smaller) profile allocation fits what was free."""
