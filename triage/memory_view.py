@@ -45,6 +45,7 @@ ANSWERS: dict[str, Callable[[MemoryInputs], Any]] = {
     "profile_len": solve.profile_len,
     "eager_fits": solve.eager_fits,
     "kv_memory": solve.kv_memory,
+    "offload_gb": solve.offload_gb,
     "warmup_seqs": solve.warmup_seqs,
     "load_tp": solve.load_tp,
     "budget_tp": solve.budget_tp,

@@ -46,6 +46,7 @@ FLAGS: dict[str, tuple[str, object]] = {
     "--kv-cache-memory": ("kv_cache_memory", _bytes),
     "--kv-cache-memory-bytes": ("kv_cache_memory", _bytes),
     "--swap-space": ("swap_space", float),
+    "--cpu-offload-gb": ("cpu_offload_gb", float),
 }
 
 

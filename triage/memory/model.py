@@ -71,6 +71,26 @@ def non_kv(inp: MemoryInputs) -> Quantity | None:
     return None
 
 
+def replace_offload(cfg: Config) -> Config:
+    return cfg.changed(cpu_offload_gb=None)
+
+
+def offloaded(inp: MemoryInputs, cfg: Config) -> MemoryInputs:
+    """--cpu-offload-gb X keeps X GiB of each GPU's weights in CPU RAM: the same start, lighter weights."""
+    if not cfg.cpu_offload_gb or inp.weights is None:
+        return inp
+    from dataclasses import replace
+
+    x = cfg.cpu_offload_gb * (1 << 30)
+    w = inp.weights
+    lighter = Quantity(max(w.value - x, 0), max(w.lo - x, 0), max(w.hi - x, 0), w.source, w.line)
+    nk = inp.non_kv - Quantity.exact(x) if inp.non_kv is not None else None
+    pool = inp.pool + Quantity.exact(x) if inp.pool is not None else None
+    free = inp.oom_free + Quantity.exact(x) if inp.oom_free is not None and inp.failure == PROFILE else inp.oom_free
+    return replace(inp, weights=lighter, non_kv=nk, pool=pool, kv_tokens=None, gpu_blocks=None, kv_estimate=None,
+                   oom_free=free)
+
+
 def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
     util = cfg.gpu_memory_utilization if cfg.gpu_memory_utilization is not None else inp.util.value
     tp = cfg.tensor_parallel_size or inp.tp
@@ -133,6 +153,9 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
 def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
     """Every check the figures allow, under `cfg` (None: the failed start's own flags)."""
     cfg = cfg or inp.current()
+    if cfg.cpu_offload_gb:
+        inp = offloaded(inp, cfg)
+        cfg = replace_offload(cfg)
     r = resolve(inp, cfg)
     out: list[Check] = []
     for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):

@@ -187,6 +187,16 @@ def kv_memory(inp: MemoryInputs) -> int | None:
     return n if _ok(inp, {"--kv-cache-memory-bytes": str(n)}) else None
 
 
+def offload_gb(inp: MemoryInputs) -> int | None:
+    """The fewest whole GiB of weights per GPU to keep in CPU RAM so no check is against the start."""
+    if inp.weights is None or inp.total is None:
+        return None
+    for x in range(1, int(inp.weights.hi / (1 << 30)) + 1):
+        if verify(inp, {"--cpu-offload-gb": str(x)}).ok:
+            return x
+    return None
+
+
 def eager_fits(inp: MemoryInputs) -> bool:
     """Does --enforce-eager alone (no graph memory, as the log printed it) make room?"""
     if inp.failure == GRAPHS:
