@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL,
-                     OUTSIDE, KV_ALLOC, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
+from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD,
+                     NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
 from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from . import budget, kv
 from .checks import FAILS, FITS, Check, overall
 from .flags import apply
-from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, KV_FIT, SERVING, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,  # noqa: F401
-                     STARTUP, Config, MemoryInputs)
+from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
+                     MemoryInputs)
 from .model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
 from .quantities import Quantity
 
