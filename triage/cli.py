@@ -26,12 +26,14 @@ SUBCOMMANDS: dict[str, str] = {
     "serve": "triage.serve:serve_command",
     "batch": "triage.batch:batch_command",
     "explain": "triage.explain:explain_command",
+    "what-if": "triage.what_if:what_if_command",
 }
 # One line each for `vllm-triage --help` (a subcommand without one is still listed).
 SUMMARIES: dict[str, str] = {
     "run": "-- CMD: run the server, pass its output through, explain a failed start",
     "batch": "DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
     "explain": "CAUSE: what a cause means, its signs and fixes, the rules that name it",
+    "what-if": "LOG [FLAGS]: would these flags pass vLLM's memory checks, with the margins",
     "rules": "check|test|list: validate, exercise, list the rule packs",
     "schema": "the JSON Schema of the report",
     "serve": "the HTTP backend for chat bots and CI (extra: [server])",

@@ -100,6 +100,10 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
         put("non_kv_bytes", e.non_kv_total, e)
     elif isinstance(e, ev.KvCacheMemory):
         put("kv_cache_bytes", e.bytes, e)
+    elif isinstance(e, ev.KvCachePinned):
+        put("kv_cache_memory_bytes", e.bytes, e)
+        put("kv_cache_bytes", e.bytes, e)
+        put("initial_free_bytes", e.free, e)
     elif isinstance(e, ev.KvCacheTokens):
         put("kv_cache_tokens", e.tokens, e)
     elif isinstance(e, ev.MaxConcurrency):
@@ -118,6 +122,7 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
         put("max_model_len", e.max_seq_len, e)  # the failing request's length is the configured one
         put("kv_cache_bytes", e.available, e)
         put("kv_needed_bytes", e.needed, e)
+        put("kv_estimated_max_len", e.estimated_max_len, e)  # vLLM's own, on exact figures
     elif isinstance(e, ev.GraphCaptureDone):
         put("cuda_graph_bytes", e.bytes, e)
         facts["graph_capture"] = Fact("done", e.line, e.origin)

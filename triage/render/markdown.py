@@ -70,7 +70,8 @@ def render(report: Report, message_chars: int = MESSAGE_CHARS, **_: object) -> s
             out += ["**What to change**", ""]
             for r in d.remedies:
                 cmd = command_line(r)
-                out.append(f"- {code(cmd) + ': ' if cmd else ''}{text(r.text)}")
+                checked = f" ({r.check.text})" if r.check is not None and r.check.text else ""
+                out.append(f"- {code(cmd) + ': ' if cmd else ''}{text(r.text + checked)}")
             out.append("")
         if d.evidence:
             out += ["<details><summary>Evidence</summary>", ""]

@@ -70,12 +70,15 @@ def _diagnosis(console: Console, i: int, d: Diagnosis, width: int) -> None:
         console.print(Text("   What to change:", style="bold"))
         for r in d.remedies:
             cmd = command_line(r)
+            said = Text(_flat(r.text))
+            if r.check is not None and r.check.text:  # what the memory model checked it against
+                said.append(f" ({_flat(r.check.text)})", style="dim")
             if cmd:  # never wrapped: a command copied from the terminal must stay one command
                 console.print(Text("     " + _flat(cmd), style="bold cyan"), no_wrap=True, overflow="ignore",
                               crop=False)
-                console.print(Padding(Text(_flat(r.text)), (0, 0, 0, 7)))
+                console.print(Padding(said, (0, 0, 0, 7)))
             else:
-                console.print(Padding(Text(_flat(r.text)), (0, 0, 0, 5)))
+                console.print(Padding(said, (0, 0, 0, 5)))
     if d.evidence:
         console.print(Text("   Evidence:", style="bold"))
         _evidence(console, d, width)
