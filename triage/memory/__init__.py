@@ -1,0 +1,25 @@
+"""A model of vLLM's GPU memory arithmetic: the one copy the rule packs, `what-if` and `plan` use.
+
+See README.md beside this file for the API. In short::
+
+    from triage.memory import MemoryInputs, Config, Quantity, evaluate, verify
+    inp = MemoryInputs(engine="v1", total=Quantity.printed_bytes(80 * GiB), ...)
+    for check in evaluate(inp, Config(gpu_memory_utilization=0.85)):
+        print(check.name, check.verdict, check.margin, check.describe())
+
+No rule-pack logic lives here: the package knows vLLM's checks, not causes or remedies' wording.
+"""
+
+from .checks import FAILS, FITS, UNKNOWN, Check, compare, overall
+from .inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+                     SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
+from .model import evaluate, resolve
+from .quantities import DEFAULT, DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
+from .solve import Verification, verify
+
+__all__ = [
+    "Check", "Config", "MemoryInputs", "Quantity", "Verification", "compare", "evaluate", "overall",
+    "resolve", "verify", "FITS", "FAILS", "UNKNOWN", "PRINTED", "DERIVED", "DEFAULT", "ESTIMATED", "GIVEN",
+    "STARTUP", "NO_POOL", "KV_FIT", "LOAD", "PROFILE", "OUTSIDE", "GRAPHS", "KERNEL_WARMUP",
+    "SAMPLER_WARMUP", "HOST_SWAP",
+]

@@ -1,0 +1,63 @@
+"""vLLM's GPU memory budget: the startup free-memory check and the KV pool it leaves.
+
+V1 (v1/worker/gpu_worker.py, 0.10.1): at init_device, requested = total x utilization and
+startup fails when free < requested. After the profile run, the KV pool is
+requested - non_kv, where non_kv = weights + torch peak increase (activations) +
+non-torch increase (NCCL, cuBLAS workspaces). vLLM fails with "No available memory for the
+cache blocks" when the pool is <= 0. V0 (worker/worker.py, 0.6.x) has no startup check; its
+pool is total x utilization - peak, where peak = the memory in use at the profile's peak.
+CUDA graphs are captured after the KV cache is allocated, outside the budget, so their
+memory must fit in total - requested (minus whatever others hold).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .quantities import GIVEN, Quantity
+
+STEP = 0.01  # utilizations are offered in hundredths
+
+
+def requested(total: Quantity, util: float) -> Quantity:
+    """total x gpu_memory_utilization: what vLLM may use on each device."""
+    return total.scale(util)
+
+
+def pool(total: Quantity, util: float, non_kv: Quantity) -> Quantity:
+    """The KV pool: requested - (weights + activation peak + non-torch)."""
+    return requested(total, util) - non_kv
+
+
+def outside_budget(total: Quantity, util: float, foreign: Quantity | None = None) -> Quantity:
+    """Memory vLLM leaves outside its budget (graphs, warm-up and sampler passes run there)."""
+    out = total - requested(total, util)
+    return out - foreign if foreign is not None else out
+
+
+def max_util_for_free(free: Quantity, total: Quantity, step: float = STEP) -> float:
+    """The largest utilization (a multiple of step) that passes the startup check in the worst case."""
+    u = math.floor(free.lo / total.hi / step + 1e-9) * step
+    while u > 0 and total.hi * u > free.lo:  # float fuzz
+        u -= step
+    return round(max(u, 0.0), 4)
+
+
+def min_util_for_pool(total: Quantity, non_kv: Quantity, pool_needed: Quantity, step: float = STEP) -> float:
+    """The smallest utilization (a multiple of step) whose pool holds pool_needed in the worst case."""
+    u = math.ceil((pool_needed.hi + non_kv.hi) / total.lo / step - 1e-9) * step
+    while total.lo * u - non_kv.hi < pool_needed.hi:
+        u += step
+    return round(u, 4)
+
+
+def util_leaving(total: Quantity, util: float, extra_outside: Quantity, step: float = STEP) -> float:
+    """The largest utilization that leaves `extra_outside` more outside the budget than `util` does."""
+    u = math.floor((util - extra_outside.hi / total.lo) / step + 1e-9) * step
+    while u > 0 and total.lo * (util - u) < extra_outside.hi:
+        u -= step
+    return round(max(u, 0.0), 4)
+
+
+def given(x: float) -> Quantity:
+    return Quantity.exact(x, GIVEN)

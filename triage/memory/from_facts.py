@@ -1,0 +1,128 @@
+"""MemoryInputs from the figures the tool merged out of one log (triage.facts names).
+
+Only reading: which figure is which, its rounding (from the unit it was printed in) and its
+provenance (printed, the default, estimated from the model name), and which of vLLM's
+checks the failure is. Takes duck-typed inputs (a mapping of name -> object with
+.value/.line; an OOM with .requested/.free/.total/.line) so it needs nothing from the
+rule engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE,
+                     PROFILE, SAMPLER_WARMUP, STARTUP, MemoryInputs)
+from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
+
+_WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
+_SAMPLER_FRAMES = ("_dummy_sampler_run", "_warmup_sampler")
+_PHASE_FAILURE = {"loading_weights": LOAD, "profiling": PROFILE, "cuda_graph_capture": GRAPHS,
+                  "kv_cache_allocation": OUTSIDE, "ready": OUTSIDE}
+
+
+def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], seen: Iterable[str],
+             startup_error: bool = False, oom: bool = False) -> str | None:
+    """Which of vLLM's checks the failure is, from its phase, frames and the events seen."""
+    kinds, seen, frames = set(kinds), set(seen), set(frames)
+    if startup_error:
+        return STARTUP
+    if "kv_needed" in seen or "kv_too_small" in seen:
+        return KV_FIT
+    if "no_cache_memory" in seen:
+        return NO_POOL
+    if "sampler_warmup_oom" in seen:
+        return SAMPLER_WARMUP
+    if "load_model_oom" in seen:
+        return LOAD
+    if not (oom or "cuda_error_oom" in kinds):
+        return HOST_SWAP if "host_memory_problem" in kinds or "signal_killed" in kinds else None
+    if phase == "profiling" and frames & set(_WARMUP_FRAMES):
+        return KERNEL_WARMUP
+    if phase == "profiling" and frames & set(_SAMPLER_FRAMES):
+        return SAMPLER_WARMUP
+    return _PHASE_FAILURE.get(phase or "")
+
+
+def _q(facts: Mapping[str, Any], name: str) -> Quantity | None:
+    f = facts.get(name)
+    if f is None or not isinstance(f.value, (int, float)) or isinstance(f.value, bool):
+        return None
+    return Quantity.printed_bytes(float(f.value), getattr(f, "line", 0))
+
+
+def _int(facts: Mapping[str, Any], name: str) -> int | None:
+    f = facts.get(name)
+    v = getattr(f, "value", None)
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def _str(facts: Mapping[str, Any], name: str) -> str | None:
+    v = getattr(facts.get(name), "value", None)
+    return v if isinstance(v, str) else None
+
+
+def _engine(facts: Mapping[str, Any]) -> str | None:
+    e = _str(facts, "engine")
+    if e in ("v0", "v1"):
+        return e
+    if "startup_free_bytes" in facts or "kv_needed_bytes" in facts:
+        return "v1"  # messages only V1 prints
+    if "gpu_blocks" in facts:
+        return "v0"
+    version = _str(facts, "vllm_version") or ""
+    try:
+        major_minor = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        return None
+    if major_minor and major_minor >= (0, 11):
+        return "v1"  # V0 was removed
+    if major_minor and major_minor < (0, 8):
+        return "v0"
+    return None
+
+
+def _oom(oom: Any, name: str) -> Quantity | None:
+    v = getattr(oom, name, None) if oom is not None else None
+    return Quantity.printed_bytes(float(v), getattr(oom, "line", 0)) if isinstance(v, int) else None
+
+
+def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
+    """Printed weights (per device), else the estimate from the model name split over TP (+-10%)."""
+    w = _q(facts, "weights_bytes")
+    if w is not None:
+        return w
+    est = getattr(facts.get("weights_estimate_bytes"), "value", None)
+    if not isinstance(est, (int, float)) or est <= 0:
+        return None
+    per = est / tp
+    return Quantity(per, per * 0.9, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+
+
+def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
+          multimodal_single_seq: bool = False) -> MemoryInputs:
+    """Everything the model needs, from the merged facts and the failing allocation."""
+    util_f = facts.get("gpu_memory_utilization")
+    util = (Quantity.exact(float(util_f.value), PRINTED, util_f.line)
+            if util_f is not None and isinstance(util_f.value, (int, float)) else
+            Quantity.exact(DEFAULT_UTIL, DEFAULT))
+    tp = _int(facts, "tensor_parallel_size") or 1
+    total = _q(facts, "gpu_total_bytes") or _oom(oom, "total")
+    block = facts.get("block_size")
+    sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
+    return MemoryInputs(
+        engine=_engine(facts), vllm_version=_str(facts, "vllm_version"), failure=failure,
+        total=total, free=_q(facts, "startup_free_bytes"), util=util,
+        weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
+        non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
+        pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
+        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=_int(facts, "gpu_blocks"),
+        block_size=_int(facts, "block_size") or 16, max_model_len=_int(facts, "max_model_len"),
+        max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=_int(facts, "max_num_batched_tokens"),
+        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), foreign=_q(facts, "foreign_bytes"),
+        cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, pp=_int(facts, "pipeline_parallel_size") or 1,
+        dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),
+        kv_cache_memory=_q(facts, "kv_cache_memory_bytes"), multimodal=bool(getattr(facts.get("multimodal"), "value", False)),
+        mm_single_seq=multimodal_single_seq, swap_total=_q(facts, "swap_bytes"), cpu_total=_q(facts, "cpu_total_bytes"),
+        sources=sources)

@@ -1,0 +1,252 @@
+"""vLLM's memory checks for one start under a configuration: the one copy of the arithmetic.
+
+`evaluate(inputs, config)` answers every check the log's figures allow (fits / fails /
+cannot tell, with the margin). Figures vLLM printed are used as printed (with their
+rounding interval); what a changed flag does to them is derived here: the pool from the
+budget, bytes per block from the KV dtype and TP, the profile batch from
+max_num_batched_tokens. Derived changes that rest on proportional scaling (TP splitting
+weights and KV heads, an activation peak shrinking with the batch) are marked estimated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import budget, kv
+from .checks import FITS, Check, compare, unknown
+from .inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+                     SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
+from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
+
+SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
+
+_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "auto": 2}
+
+
+def dtype_bytes(kv_dtype: str | None, model_dtype: str | None) -> float:
+    """Bytes per KV element: fp8 variants 1; 'auto' follows the model dtype (2 unless float32)."""
+    d = (kv_dtype or "auto").lower()
+    if d.startswith("fp8") or d.startswith("int8"):
+        return 1
+    if d == "auto":
+        return _DTYPE_BYTES.get((model_dtype or "auto").lower().replace("torch.", ""), 2)
+    return _DTYPE_BYTES.get(d, 2)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The figures of one configuration, derived from the failed start's."""
+
+    util: float
+    tp_ratio: float            # old TP / new TP: per-device share of weights and KV heads
+    kv_ratio: float            # new KV bytes per element / old
+    token_ratio: float         # new profile batch / old
+    seq_ratio: float
+    max_model_len: int | None
+    block_bytes: Quantity | None
+    non_kv: Quantity | None
+    pool: Quantity | None
+
+
+def block_bytes(inp: MemoryInputs) -> Quantity | None:
+    """Bytes per KV block (all layers, one device) from what the failed start printed."""
+    bs = inp.block_size
+    if inp.pool is not None and inp.kv_tokens:
+        return kv.block_bytes_from_pool(inp.pool, inp.kv_tokens, bs)
+    if inp.kv_needed is not None and inp.max_model_len:
+        return kv.block_bytes_from_needed(inp.kv_needed, inp.max_model_len, bs)
+    return None
+
+
+def non_kv(inp: MemoryInputs) -> Quantity | None:
+    """weights + activation peak + non-torch: printed, summed, or budget - pool."""
+    if inp.non_kv is not None:
+        return inp.non_kv
+    parts = (inp.weights, inp.activation_peak, inp.non_torch)
+    if all(p is not None for p in parts):
+        return parts[0] + parts[1] + parts[2]  # type: ignore[operator]
+    if inp.pool is not None and inp.total is not None and inp.util.source != "default":
+        return budget.requested(inp.total, inp.util.value) - inp.pool
+    return None
+
+
+def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
+    util = cfg.gpu_memory_utilization if cfg.gpu_memory_utilization is not None else inp.util.value
+    tp = cfg.tensor_parallel_size or inp.tp
+    tp_ratio = inp.tp / tp
+    kv_ratio = dtype_bytes(cfg.kv_cache_dtype, inp.dtype) / dtype_bytes(inp.kv_cache_dtype, inp.dtype)
+    token_ratio = _ratio(cfg.max_num_batched_tokens, inp.max_num_batched_tokens)
+    seq_ratio = _ratio(cfg.max_num_seqs, inp.max_num_seqs)
+    length = cfg.max_model_len or inp.max_model_len
+    bb = block_bytes(inp)
+    if bb is not None and (kv_ratio != 1 or tp_ratio != 1):
+        bb = bb.scale(kv_ratio * tp_ratio)
+        if tp_ratio != 1:
+            bb = bb.with_source(ESTIMATED)
+    nk = _non_kv_under(inp, tp_ratio, token_ratio)
+    return Resolved(util, tp_ratio, kv_ratio, token_ratio, seq_ratio, length, bb, nk,
+                    _pool_under(inp, cfg, util, nk, tp_ratio, token_ratio))
+
+
+def _ratio(new: int | None, old: int | None) -> float:
+    return new / old if new and old else 1.0
+
+
+def _non_kv_under(inp: MemoryInputs, tp_ratio: float, token_ratio: float) -> Quantity | None:
+    nk = non_kv(inp)
+    if nk is None or (tp_ratio == 1 and token_ratio == 1):
+        return nk
+    if tp_ratio != 1:
+        if inp.weights is None:
+            return None
+        nk = (nk - inp.weights + inp.weights.scale(tp_ratio)).with_source(ESTIMATED)
+    if token_ratio < 1 and inp.activation_peak is not None:
+        # the peak shrinks with the batch, at most proportionally: [scaled, unchanged]
+        a = inp.activation_peak
+        shrink = Quantity(a.value * (1 - token_ratio), 0, a.hi * (1 - token_ratio), ESTIMATED)
+        nk = nk - shrink
+    elif token_ratio > 1:
+        if inp.activation_peak is None:
+            return None
+        nk = nk + inp.activation_peak.scale(token_ratio - 1).with_source(ESTIMATED)
+    return nk
+
+
+def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None,
+                tp_ratio: float, token_ratio: float) -> Quantity | None:
+    if cfg.kv_cache_memory is not None:
+        return Quantity.exact(cfg.kv_cache_memory, GIVEN)
+    unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio == 1
+    if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
+        return inp.pool
+    if inp.total is None or nk is None:
+        return None
+    return budget.pool(inp.total, util, nk)
+
+
+def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
+    """Every check the figures allow, under `cfg` (None: the failed start's own flags)."""
+    cfg = cfg or inp.current()
+    r = resolve(inp, cfg)
+    out: list[Check] = []
+    for step in (_startup, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _outside, _swap):
+        c = step(inp, cfg, r)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _startup(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    if not inp.v1 or inp.free is None or inp.total is None or cfg.kv_cache_memory is not None:
+        return None
+    note = "assumes the added GPUs are as free" if r.tp_ratio < 1 else ""
+    return compare(STARTUP, f"startup check: free >= total x {r.util:g}",
+                   budget.requested(inp.total, r.util), inp.free, note=note)
+
+
+def _gpu_count(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    tp = cfg.tensor_parallel_size or inp.tp
+    if tp == inp.tp or inp.gpu_count is None:
+        return None
+    need, have = Quantity.exact(tp * inp.pp, GIVEN), Quantity.exact(inp.gpu_count, DERIVED)
+    return compare("gpu_count", f"GPUs for TP {tp} x PP {inp.pp}", need, have, unit="GPUs")
+
+
+def _load(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    if inp.failure != LOAD:
+        return None
+    if inp.weights is None or inp.total is None:
+        return unknown(LOAD, "weights fit the free memory while loading", "the weights' size")
+    have = inp.free if inp.free is not None else inp.total - (inp.foreign or 0)
+    need = inp.weights.scale(r.tp_ratio)
+    return compare(LOAD, "weights fit the free memory while loading (not bounded by utilization)",
+                   need, have, note="per GPU")
+
+
+def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    what = "KV pool left after weights, activations and non-torch memory"
+    if cfg.kv_cache_memory is not None and inp.free is not None and r.non_kv is not None:
+        need = r.non_kv + Quantity.exact(cfg.kv_cache_memory, GIVEN)
+        return compare(NO_POOL, "pinned KV cache and the rest fit the free memory", need, inp.free)
+    if inp.total is None:
+        return None
+    req = budget.requested(inp.total, r.util)
+    if r.pool is not None:
+        return compare(NO_POOL, what, Quantity.exact(1, GIVEN), r.pool)
+    if inp.weights is None:
+        return None
+    w = inp.weights.scale(r.tp_ratio)
+    if req.hi < w.lo:
+        return compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+    if inp.failure in (STARTUP, NO_POOL, LOAD):
+        c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+        if c.verdict == FITS:
+            return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
+                         missing=("the activation peak and non-torch memory",))
+        return c
+    return None
+
+
+def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    length = r.max_model_len
+    if length is None:
+        return None
+    what = f"KV pool holds one max_model_len {length:,} request"
+    if r.block_bytes is not None and r.pool is not None:
+        need = kv.needed_bytes(length, r.block_bytes, inp.block_size)
+        return compare(KV_FIT, what, need, r.pool)
+    if inp.gpu_blocks is not None:  # V0 prints blocks, not bytes: only flags that keep the pool answer
+        if r.util != inp.util.value or r.tp_ratio != 1 or r.token_ratio != 1:
+            return unknown(KV_FIT, what, "the KV bytes per block")
+        blocks = int(inp.gpu_blocks / r.kv_ratio)
+        have = Quantity.exact(blocks * inp.block_size, DERIVED if r.kv_ratio != 1 else PRINTED)
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
+                       note=f"{blocks:,} blocks x {inp.block_size} tokens")
+    if inp.failure == KV_FIT:
+        return unknown(KV_FIT, what, "the KV pool or its bytes per token")
+    return None
+
+
+def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    if inp.failure != PROFILE:
+        return None
+    if inp.oom_requested is None or inp.oom_free is None:
+        return unknown(PROFILE, "profile run's allocation fits", "the failed allocation's size")
+    need = inp.oom_requested
+    note = "V1 profiles max_num_batched_tokens tokens" if inp.v1 else "V0 profiles max_num_batched_tokens tokens"
+    if r.token_ratio != 1:
+        need = need.scale(r.token_ratio).with_source(ESTIMATED)
+    if r.seq_ratio != 1 and not inp.v1 and not inp.mm_single_seq:
+        note += "; fewer sequences shorten each dummy sequence, not the batch"
+    if r.seq_ratio != 1 and inp.mm_single_seq:
+        note += "; the multimodal profile already ran one sequence, so max_num_seqs changes nothing"
+    return compare(PROFILE, "profile run's failed allocation fits what was free", need, inp.oom_free, note=note)
+
+
+def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    if inp.failure not in (OUTSIDE, GRAPHS, KERNEL_WARMUP, SAMPLER_WARMUP):
+        return None
+    what = "the failed allocation fits outside the budget"
+    if inp.failure == GRAPHS and cfg.enforce_eager:
+        return Check(OUTSIDE, FITS, what, note="--enforce-eager captures no CUDA graphs", source=DERIVED)
+    if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
+        return unknown(OUTSIDE, what, "the failed allocation and the GPU's total")
+    need = inp.oom_requested
+    if inp.failure == KERNEL_WARMUP and r.token_ratio != 1:
+        need = need.scale(r.token_ratio).with_source(ESTIMATED)
+    if inp.failure == SAMPLER_WARMUP and r.seq_ratio != 1:
+        need = need.scale(r.seq_ratio).with_source(ESTIMATED)
+    freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
+    return compare(OUTSIDE, what, need, inp.oom_free + freed,
+                   note="what was free plus what a smaller budget leaves; later allocations may need more")
+
+
+def _swap(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    if inp.swap_total is None or inp.cpu_total is None:
+        return None
+    tp = cfg.tensor_parallel_size or inp.tp
+    need = inp.swap_total.scale(tp / inp.tp)
+    if cfg.swap_space is not None:
+        need = Quantity.exact(cfg.swap_space * (1 << 30) * tp, GIVEN)
+    return compare(HOST_SWAP, f"swap space x {tp} GPUs within {SWAP_LIMIT:.0%} of host RAM", need,
+                   inp.cpu_total.scale(SWAP_LIMIT))

@@ -1,0 +1,195 @@
+"""The flag values that make the failing check pass, checked by the model before they are offered.
+
+Each solver answers one limit in closed form (vLLM's arithmetic inverted, worst case), then
+`verify` re-runs every check under the proposed flags: a value is returned only when the
+failing check then fits and no other check fails. None means no value of that flag alone
+does; `combine` tries the smallest pairs (fp8 KV and max_model_len; utilization and
+max_model_len).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from . import budget, kv
+from .checks import FAILS, FITS, Check, overall
+from .flags import apply
+from .inputs import (GRAPHS, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,
+                     STARTUP, Config, MemoryInputs)
+from .model import evaluate, resolve
+from .quantities import Quantity
+
+MAX_UTIL = 0.98        # a budget above this leaves nothing for the driver and graphs
+TOKEN_STEP = 256       # profile batches offered in multiples of this
+FP8 = "fp8"
+
+_TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE}
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What the model says about one set of flags."""
+
+    ok: bool
+    target: Check | None     # the check that failed in the log, under the new flags
+    checks: tuple[Check, ...]
+
+    @property
+    def verdict(self) -> str:
+        return self.target.verdict if self.target else overall(list(self.checks))
+
+
+def target_name(inp: MemoryInputs) -> str | None:
+    return _TARGET.get(inp.failure or "", inp.failure)
+
+
+def verify(inp: MemoryInputs, flags: Mapping[str, str], base: Config | None = None) -> Verification:
+    """Do these flags make the failing check fit, with no other check failing?"""
+    try:
+        cfg = apply(base or inp.current(), flags)
+    except ValueError:
+        return Verification(False, None, ())
+    checks = tuple(evaluate(inp, cfg))
+    name = target_name(inp)
+    target = next((c for c in checks if c.name == name), None)
+    ok = target is not None and target.verdict == FITS and not any(c.verdict == FAILS for c in checks)
+    return Verification(ok, target, checks)
+
+
+def _ok(inp: MemoryInputs, flags: dict[str, str]) -> dict[str, str] | None:
+    return flags if verify(inp, flags).ok else None
+
+
+def num(u: float) -> str:
+    return f"{u:.2f}".rstrip("0").rstrip(".") if u < 1 else "1.0"
+
+
+def startup_util(inp: MemoryInputs) -> float | None:
+    """The largest utilization the free memory passes, if the budget it leaves still works."""
+    if inp.free is None or inp.total is None:
+        return None
+    u = budget.max_util_for_free(inp.free, inp.total)
+    return u if u > 0 and _ok(inp, {"--gpu-memory-utilization": num(u)}) else None
+
+
+def kv_util(inp: MemoryInputs, cfg: Config | None = None) -> float | None:
+    """The smallest utilization whose pool holds one max_model_len request."""
+    cfg = cfg or inp.current()
+    r = resolve(inp, cfg)
+    if inp.total is None or r.non_kv is None or r.block_bytes is None or not r.max_model_len:
+        return None
+    need = kv.needed_bytes(r.max_model_len, r.block_bytes, inp.block_size)
+    u = budget.min_util_for_pool(inp.total, r.non_kv, need)
+    if u > MAX_UTIL:
+        return None
+    return u if verify(inp, {"--gpu-memory-utilization": num(u)}, cfg).ok else None
+
+
+def fit_len(inp: MemoryInputs, cfg: Config | None = None) -> int | None:
+    """The longest max_model_len the pool holds in the worst case (whole blocks)."""
+    cfg = cfg or inp.current()
+    r = resolve(inp, cfg)
+    bs = inp.block_size
+    if r.pool is not None and r.block_bytes is not None:
+        n = kv.longest_context(r.pool, r.block_bytes, bs)
+    elif inp.gpu_blocks is not None and r.util == inp.util.value:
+        n = int(inp.gpu_blocks / r.kv_ratio) * bs
+    else:
+        return None
+    if r.max_model_len:
+        n = min(n, r.max_model_len)
+    if n < bs:
+        return None
+    return n if verify(inp, {"--max-model-len": str(n)}, cfg).ok else None
+
+
+def fp8_alone(inp: MemoryInputs) -> bool:
+    return (inp.kv_cache_dtype or "auto") == "auto" and verify(inp, {"--kv-cache-dtype": FP8}).ok
+
+
+def fp8_len(inp: MemoryInputs) -> int | None:
+    """With an fp8 KV cache, the longest max_model_len that fits (when fp8 alone does not)."""
+    if (inp.kv_cache_dtype or "auto") != "auto":
+        return None
+    cfg = inp.current().changed(kv_cache_dtype=FP8)
+    return fit_len(inp, cfg)
+
+
+def outside_util(inp: MemoryInputs) -> float | None:
+    """The largest utilization that leaves the failed allocation's shortfall outside the budget."""
+    if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
+        return None
+    short = inp.oom_requested - inp.oom_free
+    if short.hi <= 0:
+        return None
+    u = budget.util_leaving(inp.total, inp.util.value, short)
+    if u <= 0:
+        return None
+    return u if _ok(inp, {"--gpu-memory-utilization": num(u)}) else None
+
+
+def outside_util_with_len(inp: MemoryInputs) -> tuple[float, int] | None:
+    """When the smaller budget no longer holds max_model_len: the utilization and the length it holds."""
+    if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
+        return None
+    u = budget.util_leaving(inp.total, inp.util.value, inp.oom_requested - inp.oom_free)
+    if u <= 0:
+        return None
+    n = fit_len(inp, inp.current().changed(gpu_memory_utilization=u))
+    if n is None:
+        return None
+    return (u, n) if _ok(inp, {"--gpu-memory-utilization": num(u), "--max-model-len": str(n)}) else None
+
+
+def batch_tokens(inp: MemoryInputs) -> int | None:
+    """The largest max_num_batched_tokens whose (proportionally smaller) allocation fits what was free."""
+    b0 = inp.max_num_batched_tokens
+    if not b0 or inp.oom_requested is None or inp.oom_free is None or inp.oom_requested.hi <= 0:
+        return None
+    b = math.floor(b0 * max(inp.oom_free.lo, 0) / inp.oom_requested.hi / TOKEN_STEP) * TOKEN_STEP
+    if b < TOKEN_STEP or b >= b0:
+        return None
+    return b if _ok(inp, {"--max-num-batched-tokens": str(b)}) else None
+
+
+def warmup_seqs(inp: MemoryInputs) -> int | None:
+    """The largest max_num_seqs whose sampler warm-up allocation fits what was free."""
+    s0 = inp.max_num_seqs
+    if not s0 or inp.oom_requested is None or inp.oom_free is None or inp.oom_requested.hi <= 0:
+        return None
+    s = math.floor(s0 * max(inp.oom_free.lo, 0) / inp.oom_requested.hi)
+    if s < 1 or s >= s0:
+        return None
+    return s if _ok(inp, {"--max-num-seqs": str(s)}) else None
+
+
+def load_tp(inp: MemoryInputs) -> int | None:
+    """The smallest TP (a power-of-two multiple of the current) whose weight shard fits while loading."""
+    for k in (2, 4, 8):
+        tp = inp.tp * k
+        if inp.gpu_count is not None and tp * inp.pp > inp.gpu_count:
+            return None
+        if _ok(inp, {"--tensor-parallel-size": str(tp)}):
+            return tp
+    return None
+
+
+def swap_space(inp: MemoryInputs) -> int | None:
+    """The largest whole --swap-space (GiB per GPU) within vLLM's 70% of host RAM."""
+    if inp.swap_total is None or inp.cpu_total is None:
+        return None
+    per_gpu = math.floor(inp.cpu_total.lo * 0.7 / inp.tp / (1 << 30))
+    current = inp.swap_total.value / inp.tp / (1 << 30)
+    if per_gpu < 0 or per_gpu >= current:
+        return None
+    return per_gpu if _ok(inp, {"--swap-space": str(per_gpu)}) else None
+
+
+def weights_exceed(inp: MemoryInputs) -> Quantity | None:
+    """The weights when no utilization can hold them in what is free (the 'no flag fits' case)."""
+    if inp.weights is None or inp.total is None:
+        return None
+    room = inp.free if inp.free is not None else inp.total
+    return inp.weights if inp.weights.lo > room.hi * MAX_UTIL else None
