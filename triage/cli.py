@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "triage.live:run_command",
     "serve": "triage.serve:serve_command",
     "batch": "triage.batch:batch_command",
+    "plan": "triage.plan.command:plan_command",
 }
 
 
@@ -58,7 +59,8 @@ def _triage_parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
                 epilog="Other commands: `vllm-triage rules check|test|list`, `vllm-triage schema`, "
-                   "`vllm-triage batch DIR_OR_GLOB...`.")
+                   "`vllm-triage batch DIR_OR_GLOB...`, `vllm-triage plan --model PATH_OR_ID --gpu NAME "
+                   "[vllm serve flags]` (size a launch before it runs; `plan --help`).")
     p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
     p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
                    "server is ready, fails, or --timeout passes")

@@ -125,7 +125,7 @@ def mla_layout(cfg: TextConfig, pp: int, kv_bytes: int) -> KvLayout:
                     formula=formula)
 
 
-def _mamba_kinds(cfg: TextConfig, layers: int) -> list[str] | None:
+def mamba_kinds(cfg: TextConfig, layers: int) -> list[str] | None:
     """'attention' / 'mamba' per layer for the hybrid families vLLM serves, else None."""
     period, offset = cfg.get("attn_layer_period"), cfg.get("attn_layer_offset")
     if period:  # Jamba
@@ -180,7 +180,7 @@ def kv_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int, model_bytes: int
     if cfg.model_type in MLA_TYPES and cfg.get("kv_lora_rank") is not None:
         return mla_layout(cfg, pp, kv_bytes)
     layers = cfg.number("num_hidden_layers")
-    kinds = _mamba_kinds(cfg, layers)
+    kinds = mamba_kinds(cfg, layers)
     if kinds is not None and "mamba" in kinds:
         return mamba_layout(cfg, kinds, tp, pp, kv_bytes, model_bytes)
     if not layers or not cfg.number("num_attention_heads"):
