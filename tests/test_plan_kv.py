@@ -1,0 +1,97 @@
+"""KV bytes per token (per GPU) for every fixture architecture, against the hand-computed expect files.
+
+Each fixtures/configs/<name>/ holds a config.json (public figures) and an expect.yaml whose
+figures were computed by hand, with the arithmetic written beside them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from triage.plan import kv, params
+from triage.plan.spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
+
+CONFIGS = ROOT / "fixtures" / "configs"
+CASES = sorted(p.parent.name for p in CONFIGS.glob("*/expect.yaml"))
+
+
+def _load(name: str) -> tuple[TextConfig, dict]:
+    folder = CONFIGS / name
+    return TextConfig.of(json.loads((folder / "config.json").read_text())), yaml.safe_load(
+        (folder / "expect.yaml").read_text())
+
+
+def _layout(cfg: TextConfig, tp: int, kv_dtype: str) -> kv.KvLayout:
+    dtype, _ = resolve_dtype(None, cfg.checkpoint_dtype())
+    kv_bytes, _ = kv_dtype_bytes(kv_dtype, dtype)
+    return kv.kv_layout(cfg, tp, 1, kv_bytes, DTYPE_BYTES[dtype])
+
+
+def test_a_dozen_architectures_are_covered():
+    families = {_load(n)[1]["family"] for n in CASES}
+    assert len(CASES) >= 12
+    assert {"gqa", "mha", "mla", "gqa+sliding-window", "hybrid-mamba"} <= families
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_kv_bytes_per_token_is_exact(name):
+    cfg, expect = _load(name)
+    for case in expect["kv_bytes_per_token"]:
+        layout = _layout(cfg, case["tp"], case["kv_cache_dtype"])
+        assert layout.bytes_per_token == case["bytes"], (case, layout.formula)
+        assert layout.family == expect["family"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_parameters_and_default_length(name):
+    cfg, expect = _load(name)
+    counted = params.count(cfg, kv.mamba_kinds(cfg, cfg.number("num_hidden_layers"))).total
+    assert counted / 1e9 == pytest.approx(expect["parameters_billion"], rel=0.01)
+    assert cfg.max_length() == expect["max_model_len_default"]
+
+
+def test_sliding_window_groups_count_more_slots_than_layers():
+    cfg, expect = _load("gemma-3-27b-it")
+    layout = _layout(cfg, 1, "auto")
+    assert layout.attention_bytes_per_token == expect["attention_bytes_per_token"]
+    assert {g.kind: g.layers for g in layout.groups} == {"full": 10, "sliding": 52}
+
+
+def test_mamba_state_is_per_sequence_not_per_token():
+    cfg, expect = _load("jamba-v0.1")
+    for tp, state in expect["state_bytes_per_sequence"].items():
+        layout = _layout(cfg, int(tp), "auto")
+        assert layout.state_bytes_per_sequence == state
+        assert [g.bytes_per_token for g in layout.groups if g.kind == "mamba"] == [0]
+
+
+def test_mla_is_not_split_by_tensor_parallelism():
+    cfg, _ = _load("deepseek-v3")
+    assert len({_layout(cfg, tp, "auto").bytes_per_token for tp in (1, 2, 8, 16)}) == 1
+
+
+def test_kv_heads_are_replicated_never_below_one_per_gpu():
+    cfg, _ = _load("qwen2.5-1.5b-instruct")  # 2 KV heads
+    assert _layout(cfg, 4, "auto").bytes_per_token == _layout(cfg, 2, "auto").bytes_per_token
+
+
+def test_kv_dtype_auto_follows_the_model_dtype():
+    assert kv_dtype_bytes("auto", "float32") == (4, "auto: the model dtype float32")
+    assert kv_dtype_bytes("fp8_e5m2", "bfloat16")[0] == 1
+    assert resolve_dtype(None, "float32")[0] == "bfloat16"
+    assert resolve_dtype("half", "bfloat16")[0] == "float16"
+    with pytest.raises(ValueError):
+        kv_dtype_bytes("int3", "bfloat16")
+
+
+def test_quantized_checkpoints_count_fewer_bytes():
+    cfg, _ = _load("llava-1.5-7b-hf-awq")
+    w = params.weights(cfg, None, None, None, "float16", None, 1, None)
+    assert w.estimated and 3.3e9 < w.total_bytes < 4.3e9  # ~6.7B parameters at 4 bits plus fp16 embeddings
+    fp8, _ = _load("deepseek-v3")
+    w8 = params.weights(fp8, None, None, None, "bfloat16", None, 8, None)
+    assert w8.total_bytes == pytest.approx(671e9, rel=0.03)  # one byte per linear weight
