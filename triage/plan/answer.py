@@ -91,7 +91,7 @@ def _graph_check(inp: MemoryInputs, graphs: estimates.Estimate, enforce_eager: b
 
 def answer(launch: Launch) -> Answer:
     inp, notes, (act, nt) = memory_inputs(launch)
-    graphs = estimates.cuda_graphs(launch.flags.enforce_eager)
+    graphs = estimates.cuda_graphs(launch.flags.enforce_eager, launch.weights.parameters / launch.world)
     checks = [c for c in evaluate(inp) if c.name in ORDER]
     checks += [c for c in evaluate(replace(inp, failure=LOAD)) if c.name == "weights_load"]
     checks += _graph_check(inp, graphs, launch.flags.enforce_eager)

@@ -107,7 +107,8 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
     pool = ans.pool.value if ans.pool is not None else None
     concurrency = (round(ans.kv_tokens / launch.max_model_len, 2)
                    if ans.kv_tokens is not None and launch.max_model_len else None)
-    fixes = remedies(ans, failed) if failed is not None and reason != "parallelism_mismatch" else []
+    fixes = (remedies(ans, failed, lambda flags: _replan(launch, flags))
+             if failed is not None and reason != "parallelism_mismatch" else [])
     notes = list(launch.layout.notes) + list(launch.files.notes) + list(gpu.notes)
     if launch.flags.ignored:
         notes.append("not taken into account: " + " ".join(launch.flags.ignored))
@@ -129,6 +130,20 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
         verdict=verdict, fits={"fits": True, "does not fit": False}.get(verdict), reason=reason,
         why=why if verdict != "does not fit" or failed is None else f"{why}; {_shortfall(failed)}",
         remedies=fixes, assumptions=assumptions, notes=notes)
+
+
+def _replan(launch: Launch, flags: dict) -> str:
+    """The verdict of the same launch with these flags changed (the remedies' last check)."""
+    from dataclasses import replace
+
+    from .answer import answer
+    from .flags import parse
+    from .launch import build
+
+    tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]
+    changed = parse(tokens, replace(launch.flags, given=list(launch.flags.given), ignored=[]))
+    new = build(launch.files, changed, launch.gpu)
+    return _verdict(new, answer(new))[0]
 
 
 def _shortfall(c: Check) -> str:

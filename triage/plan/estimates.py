@@ -22,7 +22,9 @@ from .spec import TextConfig
 
 NON_TORCH_SINGLE = 150 * MiB
 NON_TORCH_TP = 600 * MiB
-CUDA_GRAPHS = 512 * MiB
+GRAPHS_BASE = 100 * MiB
+GRAPHS_PER_BILLION = 40 * MiB  # per billion parameters on the GPU (0.38 GiB printed for an 8B model)
+GRAPHS_CAP = 3 * GiB // 2
 CUDA_CONTEXT = 450 * MiB
 
 
@@ -63,11 +65,14 @@ def non_torch(tp: int) -> Estimate:
     return Estimate(NON_TORCH_SINGLE, "estimated: ~0.15 GiB of cuBLAS workspaces on one GPU")
 
 
-def cuda_graphs(enforce_eager: bool) -> Estimate:
+def cuda_graphs(enforce_eager: bool, params_per_gpu: float) -> Estimate:
+    """Graph memory grows with the model's size on the GPU: ~0.1 GiB plus ~40 MiB per billion parameters."""
     if enforce_eager:
         return Estimate(0, "--enforce-eager: no CUDA graphs are captured")
-    return Estimate(CUDA_GRAPHS, "estimated: ~0.5 GiB for vLLM 0.10's default piecewise graph sizes, "
-                                 "captured after the KV cache, outside the budget")
+    size = min(GRAPHS_CAP, int(GRAPHS_BASE + GRAPHS_PER_BILLION * params_per_gpu / 1e9))
+    return Estimate(size, f"estimated: ~{size / GiB:.2f} GiB of CUDA graphs for vLLM 0.10's default capture sizes "
+                          "(0.1 GiB + 40 MiB per billion parameters per GPU), captured after the KV cache, "
+                          "outside the budget")
 
 
 def cuda_context() -> Estimate:

@@ -7,12 +7,16 @@ set as the launch's failure, each solver inverts vLLM's arithmetic in the worst 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..memory import Check, MemoryInputs, solve
 from ..units import gib
 from .answer import Answer
 from .schema import PlanRemedy
+
+Replan = Callable[[dict], str]  # flags -> the whole plan's verdict under them
+UTIL_STEP, UTIL_TRIES = 0.01, 40
 
 
 def _checked(inp: MemoryInputs, flags: dict[str, str]) -> str:
@@ -58,14 +62,20 @@ def _weights(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
                                "(AWQ/GPTQ/FP8), more GPUs (--tensor-parallel-size), or a bigger GPU"))
 
 
-def _startup(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
+def _startup(inp: MemoryInputs, out: list[PlanRemedy], replan: Replan) -> None:
     u = solve.startup_util(inp)
-    if u:
+    for _ in range(UTIL_TRIES if u else 0):  # the largest one that also leaves room for CUDA graphs
+        if u <= UTIL_STEP or replan({"--gpu-memory-utilization": solve.num(u)}) == "fits":
+            break
+        u = round(u - UTIL_STEP, 2)
+    if u and u > UTIL_STEP:
         flag = solve.num(u)
         out.append(_offer(inp, {"--gpu-memory-utilization": flag}, f"--gpu-memory-utilization {flag}: the largest "
                                                                       "budget the free memory passes"))
-    out.append(PlanRemedy(text="free the GPU: other processes hold memory vLLM's budget counts on "
-                               "(nvidia-smi; fuser -v /dev/nvidia*)"))
+    held = inp.total.value - inp.free.value if inp.total is not None and inp.free is not None else 0
+    if held > 1 << 30:
+        out.append(PlanRemedy(text=f"free the GPU: {gib(held)} is in use before vLLM starts "
+                                   "(nvidia-smi; fuser -v /dev/nvidia*)"))
 
 
 def _graphs(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
@@ -78,14 +88,14 @@ def _graphs(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
                                                                       "for the graphs outside the budget"))
 
 
-def remedies(ans: Answer, failed: Check) -> list[PlanRemedy]:
-    """Remedies for the first failing check, each verified by the memory model."""
+def remedies(ans: Answer, failed: Check, replan: Replan) -> list[PlanRemedy]:
+    """Remedies for the first failing check, each verified by the memory model, then by re-planning."""
     inp = replace(ans.inputs, failure=failed.name)
     if failed.name == "outside_budget":
         inp = replace(inp, failure="cuda_graph_capture", oom_requested=failed.need, oom_free=failed.have)
     out: list[PlanRemedy] = []
     if failed.name == "startup_free_memory":
-        _startup(inp, out)
+        _startup(inp, out, replan)
     elif failed.name == "weights_load" or (failed.name == "kv_pool_positive" and _weights_over_budget(ans)):
         _weights(inp, out)
     elif failed.name in ("kv_pool_positive", "kv_fits_max_model_len"):
@@ -94,7 +104,19 @@ def remedies(ans: Answer, failed: Check) -> list[PlanRemedy]:
             _weights(inp, out)
     elif failed.name == "outside_budget":
         _graphs(inp, out)
-    return out
+    return [r for r in (_confirm(r, replan) for r in out) if r is not None]
+
+
+def _confirm(remedy: PlanRemedy, replan: Replan) -> PlanRemedy | None:
+    """Keep a flag remedy only when the whole plan under it does not fail; say when it is borderline."""
+    if not remedy.flags:
+        return remedy
+    verdict = replan(remedy.flags)
+    if verdict == "does not fit":
+        return None
+    if verdict != "fits":
+        remedy.text += f" ({verdict}: the estimates decide)"
+    return remedy
 
 
 def _weights_over_budget(ans: Answer) -> bool:
