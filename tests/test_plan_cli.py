@@ -184,3 +184,37 @@ def test_help_shows_plan(capsys):
         main(["plan", "--help"])
     text = capsys.readouterr().out
     assert "--gpu-memory" in text and "Exit status: 0 fits, 1 does not fit, 2 cannot tell" in text
+
+
+@pytest.mark.parametrize("config", [
+    {"num_hidden_layers": 10 ** 12, "num_attention_heads": 8, "hidden_size": 64},
+    {"num_hidden_layers": "many", "hidden_size": [1], "num_attention_heads": {"a": 1}},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "head_dim": "x"},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "rope_scaling": {"type": "yarn", "factor": "x"},
+     "max_position_embeddings": 10},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "mlp_only_layers": 5, "num_experts": 2,
+     "layer_types": [1, None], "text_config": "not a dict", "quantization_config": [1]},
+    [1, 2, 3],
+])
+def test_hostile_configs_give_a_report_or_one_line(tmp_path, config):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, err = run("--model", str(tmp_path), "--gpu-memory", "24GiB")
+    assert code in (0, 1, 2) and "Traceback" not in err and "internal error" not in err
+    assert out or err.count("\n") == 1
+
+
+def test_a_broken_safetensors_header_falls_back_to_counting(tmp_path):
+    (tmp_path / "config.json").write_text((CONFIGS / "llama-3.2-1b-instruct" / "config.json").read_text())
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", 1 << 60) + b"{}")
+    code, p = plan_json("--model", str(tmp_path), "--gpu", "A100-40GB")
+    assert code == 0 and p["weights_source"].startswith("estimated")
+    assert any("could not be read" in n for n in p["notes"])
+
+
+def test_the_readme_example_is_what_the_tool_prints():
+    readme = (ROOT / "README.md").read_text()
+    code, out, _ = run("--gpu", "L4", "--", "vllm", "serve", str(CONFIGS / "llama-3.1-8b-instruct"))
+    assert code == 1
+    for line in ("DOES NOT FIT [kv_cache_insufficient]", "KV cache         4.12 GiB -> 33,776 tokens",
+                 "--max-model-len 25872: the longest length", "--kv-cache-dtype fp8 with --max-model-len 51744"):
+        assert line in out and line in readme

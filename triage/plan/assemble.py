@@ -9,10 +9,11 @@ the same a failed log of that launch would be diagnosed with.
 
 from __future__ import annotations
 
-from ..memory import FAILS, FITS, Check
-from ..units import GiB, gib
+from ..memory import FAILS, Check
+from ..units import gib
 from . import schema as s
 from .answer import CAUSE, Answer, all_fit, first_failure
+from .wording import describe
 from .launch import Launch
 from .remedies import remedies
 
@@ -41,29 +42,6 @@ def _verdict(launch: Launch, ans: Answer) -> tuple[str, str | None, str, Check |
         return "borderline", None, "; ".join(describe(c) for c in open_checks), None
     why = "; ".join(describe(c) for c in open_checks) or "no check could be made"
     return "cannot tell", None, why, None
-
-
-_LABELS = {"startup_free_memory": "startup check: free memory >= total x gpu_memory_utilization",
-           "weights_load": "the weights fit the GPU while loading",
-           "kv_pool_positive": "a KV pool is left after weights, activation peak and non-torch memory",
-           "outside_budget": "CUDA graphs fit in the memory outside the budget"}
-
-
-def describe(c: Check) -> str:
-    """A check in a plan's words: its margin, or the range the estimates leave open."""
-    what = _LABELS.get(c.name, c.what)
-    if c.missing:
-        return f"{what}: cannot tell without {', '.join(c.missing)}"
-    if c.need is None or c.have is None:
-        return f"{what}: {c.verdict}" + (f" ({c.note})" if c.note else "")
-    worst, best = c.have.lo - c.need.hi, c.have.hi - c.need.lo
-    fmt = (lambda x: f"{x / GiB:.2f} GiB") if c.unit == "bytes" else (lambda x: f"{x:,.0f} {c.unit}")
-    est = " (estimated)" if c.source in ("estimated", "default") else ""
-    if c.verdict == FITS:
-        return f"{what}: fits with {fmt(worst)} to spare{est}"
-    if c.verdict == FAILS:
-        return f"{what}: does not fit, short by {fmt(-best)} even at best{est}"
-    return f"{what}: depends on the estimates, from {fmt(-worst)} short to {fmt(best)} to spare"
 
 
 def _check(c: Check) -> s.CheckResult:
@@ -107,8 +85,9 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
     pool = ans.pool.value if ans.pool is not None else None
     concurrency = (round(ans.kv_tokens / launch.max_model_len, 2)
                    if ans.kv_tokens is not None and launch.max_model_len else None)
-    fixes = (remedies(ans, failed, lambda flags: _replan(launch, flags))
-             if failed is not None and reason != "parallelism_mismatch" else [])
+    target = failed or (next((c for c in ans.checks if c.verdict != "fits"), None) if verdict == "borderline" else None)
+    fixes = (remedies(ans, target, lambda flags: _replan(launch, flags))
+             if target is not None and reason != "parallelism_mismatch" else [])
     notes = list(launch.layout.notes) + list(launch.files.notes) + list(gpu.notes)
     if launch.flags.ignored:
         notes.append("not taken into account: " + " ".join(launch.flags.ignored))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from .render import FORMATS
 
 EPILOG = """\
@@ -94,6 +94,12 @@ def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     files = model_files.load(model)
     try:
         launch = build(files, flags, gpu)
+    except UsageError:
+        raise
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        if str(exc).startswith("unknown --"):
+            raise UsageError(str(exc)) from None
+        raise InputError(f"cannot size {model} from its config.json: {str(exc)[:200]}") from None
+    except (TypeError, ArithmeticError, KeyError, AttributeError, IndexError) as exc:
+        raise InputError(f"cannot size {model} from its config.json: {type(exc).__name__}: {str(exc)[:200]}") from None
     return build_report(launch, answer(launch))

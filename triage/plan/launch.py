@@ -18,6 +18,7 @@ from .spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
+MAX_LAYERS = 4096  # the deepest models have ~200 layers; more is a broken config
 
 
 @dataclass
@@ -75,6 +76,8 @@ def _validate(cfg: TextConfig, flags: ServeFlags, gpu: Gpu, problems: list) -> N
 def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
     """Resolve the launch; raises ValueError for a dtype flag vLLM does not know."""
     cfg = TextConfig.of(files.config)
+    if not 0 <= cfg.number("num_hidden_layers") <= MAX_LAYERS:
+        raise ValueError(f"num_hidden_layers {cfg.get('num_hidden_layers')!r} is not plausible")
     dtype, dtype_source = resolve_dtype(flags.dtype, cfg.checkpoint_dtype())
     kv_bytes, kv_source = kv_dtype_bytes(flags.kv_cache_dtype, dtype)
     layout = kv.kv_layout(cfg, flags.tp, flags.pp, kv_bytes, DTYPE_BYTES[dtype])

@@ -19,7 +19,8 @@ from pathlib import Path
 from ..errors import InputError
 
 MAX_JSON_BYTES = 8 << 20  # config.json / index: a few KB; anything over 8 MiB is not one
-MAX_HEADER_BYTES = 64 << 20  # safetensors headers of the largest checkpoints are a few MB
+MAX_HEADER_BYTES = 64 << 20
+MAX_SHARDS = 4096  # safetensors headers of the largest checkpoints are a few MB
 DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
                "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1, "F4": 0.5}
 
@@ -128,8 +129,12 @@ def _weights(folder: Path, files: ModelFiles) -> None:
     if not shards:
         return
     nbytes = elements = 0
-    for shard in shards:
-        b, e = header_totals(safetensors_header(shard))
+    for shard in shards[:MAX_SHARDS]:
+        try:
+            b, e = header_totals(safetensors_header(shard))
+        except (InputError, OSError, ValueError, TypeError, OverflowError) as exc:
+            files.notes.append(f"weights counted from config.json: {shard.name} could not be read ({exc})")
+            return
         nbytes, elements = nbytes + b, elements + e
     files.weights_bytes, files.tensor_params = nbytes, elements
     files.weights_source = f"safetensors headers ({len(shards)} file{'s' if len(shards) > 1 else ''})"

@@ -58,7 +58,8 @@ def _moe_layer(cfg: TextConfig, i: int) -> bool:
         return i >= cfg.number("first_k_dense_replace")
     if cfg.get("expert_layer_period"):
         return i % cfg.number("expert_layer_period") == cfg.number("expert_layer_offset")
-    if i in (cfg.get("mlp_only_layers") or []):
+    only = cfg.get("mlp_only_layers")
+    if isinstance(only, list) and i in only:
         return False
     step = cfg.number("decoder_sparse_step", 1) or 1
     return (i + 1) % step == 0

@@ -14,14 +14,13 @@ from ..memory import Check, MemoryInputs, solve
 from ..units import gib
 from .answer import Answer
 from .schema import PlanRemedy
+from .wording import describe
 
 Replan = Callable[[dict], str]  # flags -> the whole plan's verdict under them
 UTIL_STEP, UTIL_TRIES = 0.01, 40
 
 
 def _checked(inp: MemoryInputs, flags: dict[str, str]) -> str:
-    from .assemble import describe
-
     v = solve.verify(inp, flags)
     return describe(v.target) if v.target is not None else ""
 

@@ -53,7 +53,7 @@ def terminal(p: PlanReport) -> str:
     out += ["", "Checks (vLLM's, through the memory model):"]
     out += [f"  [{c.verdict}] {c.text}" for c in p.checks]
     if p.remedies:
-        out += ["", "To make it fit:"]
+        out += ["", "To make it fit:" if p.verdict != "borderline" else "To make it fit for sure:"]
         out += [f"  - {r.text}" + (f"\n      checked: {r.checked}" if r.checked else "") for r in p.remedies]
     out += ["", "Assumptions:"] + [f"  - {a}" for a in p.assumptions]
     if p.notes:
