@@ -44,6 +44,10 @@ def test_kv_bytes_per_token_is_exact(name):
         layout = _layout(cfg, case["tp"], case["kv_cache_dtype"])
         assert layout.bytes_per_token == case["bytes"], (case, layout.formula)
         assert layout.family == expect["family"]
+        if "attention_bytes" in case:
+            assert layout.attention_bytes_per_token == case["attention_bytes"]
+        if "block_size" in case:
+            assert layout.min_block_size == case["block_size"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -72,6 +76,19 @@ def test_mamba_state_is_per_sequence_not_per_token():
 def test_mla_is_not_split_by_tensor_parallelism():
     cfg, _ = _load("deepseek-v3")
     assert len({_layout(cfg, tp, "auto").bytes_per_token for tp in (1, 2, 8, 16)}) == 1
+
+
+def test_vllm_kv_need_per_request_follows_each_layer_kind():
+    """max_memory_usage_bytes: full layers cdiv(len, block) pages, sliding ones their window, Mamba one page."""
+    cfg, _ = _load("gemma-3-27b-it")
+    layout = _layout(cfg, 1, "auto")  # 8192 B per layer per token, pages of 16 tokens = 131072 B
+    need = kv.max_memory_usage(layout, 32768, 16, 2048)
+    # 10 full x 2048 pages + 52 sliding x (cdiv(min(1023 + 2048, 32768), 16) + 1 = 193) pages
+    assert need == (10 * 2048 + 52 * 193) * 131072
+    jamba, _ = _load("jamba-v0.1")
+    hybrid = _layout(jamba, 1, "auto")  # block 80: pages of 80 x 4096 = 327680 B >= the 311296 B state
+    assert kv.max_memory_usage(hybrid, 8000, 80, 2048) == 4 * 100 * 327680 + 28 * 327680
+    assert not kv.uniform(layout) and kv.uniform(_layout(_load("qwen3-4b")[0], 1, "auto"))
 
 
 def test_kv_heads_are_replicated_never_below_one_per_gpu():

@@ -16,7 +16,7 @@ from ..memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAPHS, L
                       Quantity, evaluate, resolve)
 from ..memory import budget as mbudget
 from ..memory import kv as mkv
-from . import estimates
+from . import estimates, kv
 from .launch import Launch
 
 # The order vLLM meets its checks in; the first failing one is the reason the launch fails.
@@ -39,6 +39,8 @@ class Answer:
     block_bytes: Quantity | None
     kv_tokens: int | None
     longest: int | None
+    concurrency: float | None
+    linear: bool  # the KV need grows exactly with the length (one kind of layer)
     assumptions: list[str]
 
 
@@ -64,19 +66,45 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
     act = estimates.activation_peak(launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp,
                                     2 if launch.dtype != "float32" else 4)
     nt = estimates.non_torch(flags.tp)
-    per_block = launch.layout.bytes_per_token * launch.block_size
-    needed = Quantity.exact(float(mkv.cdiv(launch.max_model_len, launch.block_size) * per_block), DERIVED)
+    needed = needed_at(launch, launch.max_model_len)
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
     inp = MemoryInputs(engine="v1", vllm_version="0.10.1", total=total, free=free,
                        util=Quantity.exact(launch.util, util_source), weights=weights,
                        activation_peak=_spread(act.bytes, 0.5, 1.6), non_torch=_spread(nt.bytes, 0.5, 2.0),
-                       kv_needed=needed if per_block else None, block_size=launch.block_size,
+                       kv_needed=needed, block_size=launch.block_size,
                        max_model_len=launch.max_model_len, max_num_seqs=launch.max_num_seqs,
                        max_num_batched_tokens=launch.max_num_batched_tokens, tp=flags.tp, pp=flags.pp,
                        gpu_count=gpu.count if gpu.source.startswith("nvidia-smi") else None,
                        dtype=launch.dtype, kv_cache_dtype=flags.kv_cache_dtype or "auto",
                        multimodal=launch.cfg.multimodal)
     return inp, notes, (act, nt)
+
+
+def needed_at(launch: Launch, length: int) -> Quantity | None:
+    """vLLM's KV need for one request of `length` (its max_memory_usage_bytes), exact from the layout."""
+    need = kv.max_memory_usage(launch.layout, length, launch.block_size, launch.max_num_batched_tokens)
+    return Quantity.exact(float(need), DERIVED) if need > 0 else None
+
+
+def longest_fit(inp: MemoryInputs, launch: Launch, cap: int) -> int:
+    """The longest max_model_len (whole blocks) whose KV need the memory model says fits, worst case.
+
+    vLLM's own estimate_max_model_len is a binary search over the same need; the pool does not
+    depend on the length, so the memory model's check is the oracle at each probe.
+    """
+    bs = launch.block_size
+
+    def fits(blocks: int) -> bool:
+        probe = replace(inp, kv_needed=needed_at(launch, blocks * bs), max_model_len=blocks * bs)
+        return any(c.name == "kv_fits_max_model_len" and c.verdict == FITS for c in evaluate(probe))
+
+    lo, hi = 0, max(1, cap // bs)
+    if fits(hi):
+        return hi * bs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo * bs
 
 
 def _graph_check(inp: MemoryInputs, graphs: estimates.Estimate, enforce_eager: bool) -> list[Check]:
@@ -98,13 +126,15 @@ def answer(launch: Launch) -> Answer:
     checks.sort(key=lambda c: ORDER.index(c.name))
     budget = mbudget.requested(inp.total, inp.util.value)
     r = resolve(inp, inp.current())
-    tokens = longest = None
-    if r.block_bytes is not None and r.pool is not None and r.block_bytes.hi > 0:
-        # what vLLM would likely print (the estimates' central values), and the length that fits in the worst case
-        tokens = mkv.pool_tokens(Quantity.exact(max(r.pool.value, 0)), r.block_bytes, launch.block_size)[0]
-        longest = (mkv.longest_context(r.pool, r.block_bytes, launch.block_size, cap=launch.derived_len)
-                   if r.pool.lo > 0 else 0)
-    return Answer(inp, checks, act, nt, graphs, budget, r.pool, r.block_bytes, tokens, longest, notes)
+    tokens = longest = concurrency = None
+    if r.pool is not None and inp.kv_needed is not None:
+        # vLLM's printed count: the pool over its per-token accounting (layer slots), whole blocks
+        block = Quantity.exact(float(launch.layout.bytes_per_token * launch.block_size))
+        tokens = mkv.pool_tokens(Quantity.exact(max(r.pool.value, 0)), block, launch.block_size)[0]
+        cap = launch.derived_len or max(launch.max_model_len, 1 << 20)
+        longest = longest_fit(inp, launch, cap) if r.pool.lo > 0 else 0
+        concurrency = round(max(r.pool.value, 0) / inp.kv_needed.value, 2)
+    return Answer(inp, checks, act, nt, graphs, budget, r.pool, r.block_bytes, tokens, longest, concurrency, kv.uniform(launch.layout), notes)
 
 
 def first_failure(checks: list[Check]) -> Check | None:

@@ -83,8 +83,6 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
     verdict, reason, why, failed = _verdict(launch, ans)
     gpu = launch.gpu
     pool = ans.pool.value if ans.pool is not None else None
-    concurrency = (round(ans.kv_tokens / launch.max_model_len, 2)
-                   if ans.kv_tokens is not None and launch.max_model_len else None)
     target = failed or (next((c for c in ans.checks if c.verdict != "fits"), None) if verdict == "borderline" else None)
     fixes = (remedies(ans, target, lambda flags: _replan(launch, flags))
              if target is not None and reason != "parallelism_mismatch" else [])
@@ -105,7 +103,7 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
         non_torch_bytes=s.Estimate(bytes=ans.non_torch.bytes, assumption=ans.non_torch.assumption),
         cuda_graph_bytes=s.Estimate(bytes=ans.graphs.bytes, assumption=ans.graphs.assumption),
         kv_cache_bytes=int(pool) if pool is not None else None, kv_tokens=ans.kv_tokens,
-        max_model_len_fit=ans.longest, max_concurrency=concurrency, checks=[_check(c) for c in ans.checks],
+        max_model_len_fit=ans.longest, max_concurrency=ans.concurrency, checks=[_check(c) for c in ans.checks],
         verdict=verdict, fits={"fits": True, "does not fit": False}.get(verdict), reason=reason,
         why=why if verdict != "does not fit" or failed is None else f"{why}; {_shortfall(failed)}",
         remedies=fixes, assumptions=assumptions, notes=notes)

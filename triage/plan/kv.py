@@ -44,11 +44,7 @@ class KvLayout:
     state_bytes_per_sequence: int = 0
     formula: str = ""
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def layers_counted(self) -> int:
-        per = max((g.bytes_per_token for g in self.groups if g.bytes_per_token), default=0)
-        return self.bytes_per_token // per if per else 0
+    min_block_size: int = 0  # vLLM raises the block size to this (hybrid Mamba models)
 
 
 def _stage(layers: int, pp: int) -> int:
@@ -141,38 +137,76 @@ def mamba_kinds(cfg: TextConfig, layers: int) -> list[str] | None:
 
 
 def _mamba_state(cfg: TextConfig, tp: int, state_bytes: int) -> tuple[int, str]:
-    """One Mamba layer's state per sequence per GPU: conv state + SSM state."""
-    hidden = cfg.number("hidden_size")
+    """One Mamba layer's state per sequence per GPU, as vLLM's MambaStateShapeCalculator shapes it."""
+    hidden, tp = cfg.number("hidden_size"), max(1, tp)
     d_state = cfg.number("mamba_d_state", cfg.number("ssm_state_size", cfg.number("state_size", 16)))
     d_conv = cfg.number("mamba_d_conv", cfg.number("conv_kernel", 4))
     expand = cfg.number("mamba_expand", cfg.number("expand", 2))
-    inner = cfg.number("mamba_intermediate_size", expand * hidden) // max(1, tp)
+    inner = cfg.number("mamba_intermediate_size", expand * hidden)
     heads = cfg.number("mamba_num_heads", cfg.number("mamba_n_heads", 0))
-    if heads:  # Mamba2: conv over x, B, C; SSM state per head
-        groups = cfg.number("mamba_n_groups", cfg.number("n_groups", 1))
-        head_dim = cfg.number("mamba_head_dim", cfg.number("mamba_d_head", inner * max(1, tp) // heads))
-        conv = (d_conv - 1) * (inner + 2 * groups * d_state)
-        ssm = max(1, heads // max(1, tp)) * head_dim * d_state
-        return (conv + ssm) * state_bytes, f"Mamba2: conv {d_conv - 1} x {inner + 2 * groups * d_state} + " \
-            f"SSM {max(1, heads // max(1, tp))} x {head_dim} x {d_state}"
+    if heads:  # Mamba2: conv over x, B and C (groups replicated up to TP), SSM state per head
+        groups = cfg.number("mamba_n_groups", cfg.number("n_groups", 1)) or 1
+        groups += 0 if groups % tp == 0 else tp - groups
+        head_dim = cfg.number("mamba_head_dim", cfg.number("mamba_d_head", inner // heads))
+        conv_dim = (inner + 2 * groups * d_state) // tp
+        conv, ssm = (d_conv - 1) * conv_dim, heads // tp * head_dim * d_state
+        return (conv + ssm) * state_bytes, (f"Mamba2: conv {d_conv - 1} x {conv_dim} + SSM {heads // tp} heads x "
+                                            f"{head_dim} x {d_state}")
+    inner //= tp
     conv, ssm = (d_conv - 1) * inner, inner * d_state
     return (conv + ssm) * state_bytes, f"Mamba: conv {d_conv - 1} x {inner} + SSM {inner} x {d_state}"
 
 
 def mamba_layout(cfg: TextConfig, kinds: list[str], tp: int, pp: int, kv_bytes: int,
                  state_bytes: int) -> KvLayout:
+    """Attention per token, Mamba state per sequence; vLLM pads both to one page and groups them."""
     heads = max(1, cfg.kv_heads() // max(1, tp))
     per_layer = 2 * heads * cfg.head_dim() * kv_bytes
     n_attn, n_mamba = _stage(kinds.count("attention"), pp), _stage(kinds.count("mamba"), pp)
     state, how = _mamba_state(cfg, tp, state_bytes)
-    groups = [LayerGroup("full", n_attn, per_layer), LayerGroup("mamba", n_mamba, 0, state_bytes_per_sequence=state)]
-    formula = (f"attention: 2 x {heads} kv heads x {cfg.head_dim()} x {kv_bytes} B x {n_attn} layers = "
-               f"{per_layer * n_attn} B per token; {how} = {state} B per layer ({state_bytes}-byte state) "
-               f"x {n_mamba} Mamba layers = {state * n_mamba} B per sequence")
-    notes = ["hybrid model: the Mamba layers hold a fixed state per sequence, not per token; vLLM aligns "
-             "the attention page to that state, so its printed token count can differ"]
-    return KvLayout("hybrid-mamba", groups, per_layer * n_attn, per_layer * n_attn, state * n_mamba,
-                    formula=formula, notes=notes)
+    # vLLM 0.10 (models/config.py HybridAttentionMambaModelConfig): the attention block grows to whole
+    # multiples of 16 tokens until its page holds a Mamba state; the Mamba page is padded to it.
+    block = 16 * -(-state // (16 * per_layer)) if per_layer else 16
+    slots = _grouped_slots([n_attn, n_mamba])
+    groups = [LayerGroup("full", n_attn, per_layer),
+              LayerGroup("mamba", n_mamba, 0, state_bytes_per_sequence=state)]
+    formula = (f"attention: 2 x {heads} kv heads x {cfg.head_dim()} x {kv_bytes} B = {per_layer} B per layer, "
+               f"x {n_attn} layers = {per_layer * n_attn} B per token; {how} = {state} B per Mamba layer and "
+               f"sequence; block size {block} so one page holds a state; {n_attn} attention + {n_mamba} Mamba "
+               f"layers grouped as vLLM does: {slots} layer slots x {per_layer} B = {per_layer * slots} B")
+    notes = ["hybrid model: the Mamba layers hold a fixed state per sequence, not per token; vLLM's token "
+             "count is per group of layers, so a sequence costs attention bytes per token plus one page per "
+             "Mamba group"]
+    return KvLayout("hybrid-mamba", groups, per_layer * slots, per_layer * n_attn, state * n_mamba,
+                    formula=formula, notes=notes, min_block_size=block)
+
+
+def max_memory_usage(layout: KvLayout, max_model_len: int, block_size: int, batched_tokens: int) -> int:
+    """KV bytes one request of max_model_len needs on one GPU: vLLM's max_memory_usage_bytes summed over layers.
+
+    Full attention and MLA: cdiv(len, block) pages; a sliding window: the window - 1 plus one
+    scheduled batch, capped at len, plus one page; a Mamba layer: one page (its padded state).
+    """
+    total = 0
+    for g in layout.groups:
+        page = block_size * (g.bytes_per_token or _attention_per_layer(layout))
+        if g.kind == "mamba":
+            total += g.layers * max(page, g.state_bytes_per_sequence)
+        elif g.kind == "sliding" and g.window:
+            tokens = min(g.window - 1 + batched_tokens, max_model_len)
+            total += g.layers * (-(-tokens // block_size) + 1) * page
+        else:
+            total += g.layers * -(-max_model_len // block_size) * page
+    return total
+
+
+def _attention_per_layer(layout: KvLayout) -> int:
+    return max((g.bytes_per_token for g in layout.groups), default=0)
+
+
+def uniform(layout: KvLayout) -> bool:
+    """One kind of layer: vLLM's need then grows exactly with the length (whole blocks)."""
+    return len({g.kind for g in layout.groups}) == 1 and layout.groups[0].kind != "sliding"
 
 
 def kv_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int, model_bytes: int) -> KvLayout:

@@ -100,5 +100,9 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         assumptions.append(f"pipeline parallel {flags.pp}: each GPU holds the layers of one stage (the largest)")
     if flags.cpu_offload_gb:
         assumptions.append(f"--cpu-offload-gb {flags.cpu_offload_gb:g} is not modelled: the weights are counted in full")
+    block = flags.block_size or DEFAULT_BLOCK
+    if layout.min_block_size and (flags.block_size is None or block < layout.min_block_size):
+        block = layout.min_block_size
+        assumptions.append(f"block size {block}: vLLM raises the attention block until a page holds a Mamba state")
     return Launch(files, cfg, flags, gpu, dtype, dtype_source, kv_bytes, kv_source, layout, weights, util,
-                  flags.block_size or DEFAULT_BLOCK, length, seqs, tokens, derived, problems, assumptions)
+                  block, length, seqs, tokens, derived, problems, assumptions)

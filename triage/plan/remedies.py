@@ -29,8 +29,10 @@ def _offer(inp: MemoryInputs, flags: dict[str, str], text: str) -> PlanRemedy:
     return PlanRemedy(text=text, flags=flags, checked=_checked(inp, flags))
 
 
-def _kv(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
-    n = solve.fit_len(inp)
+def _kv(inp: MemoryInputs, out: list[PlanRemedy], longest: int | None, linear: bool) -> None:
+    # the solver extrapolates the need linearly, exact for one kind of layer; windows and Mamba
+    # states are not linear in the length, so there the memory model's own search answers
+    n = solve.fit_len(inp) if linear else (longest or None)
     if n:
         out.append(_offer(inp, {"--max-model-len": str(n)}, f"--max-model-len {n}: the longest length one "
                                                                "request can have in this KV pool"))
@@ -98,7 +100,7 @@ def remedies(ans: Answer, failed: Check, replan: Replan) -> list[PlanRemedy]:
     elif failed.name == "weights_load" or (failed.name == "kv_pool_positive" and _weights_over_budget(ans)):
         _weights(inp, out)
     elif failed.name in ("kv_pool_positive", "kv_fits_max_model_len"):
-        _kv(inp, out)
+        _kv(inp, out, ans.longest, ans.linear)
         if not out:
             _weights(inp, out)
     elif failed.name == "outside_budget":
