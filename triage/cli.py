@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "triage.live:run_command",
     "serve": "triage.serve:serve_command",
     "batch": "triage.batch:batch_command",
+    "what-if": "triage.what_if:what_if_command",
     "plan": "triage.plan.command:plan_command",
 }
 

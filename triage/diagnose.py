@@ -19,6 +19,7 @@ from . import events as ev
 from .errors import ExpressionError
 from .expr import FactView, Trace
 from .facts import Facts, find_oom, merge
+from .memory_view import build_view, check_remedies
 from .report import Diagnosis, Evidence, Remedy
 from .rules import Rule
 from .timeline import Attempt, Signal
@@ -106,6 +107,7 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         "event": None,
         "other_causes": [],
     }
+    base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])
     fatal_lines = _fatal_lines(fatal)
     found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
@@ -198,7 +200,8 @@ def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Dia
         if value is not None:
             figures[name] = value
     sentences = [s for alternatives in rule.explanation if (s := _first_sentence(alternatives, ctx, trace))]
-    remedies = [r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None]
+    remedies = check_remedies([r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None],
+                              ctx.get("memory"))
     rank = _number(rule.rank.evaluate(ctx, trace), 0.0)
     confidence = max(0.0, min(1.0, _number(rule.confidence.evaluate(ctx, trace), 0.5)))
     diagnosis = Diagnosis(id=rule.cause, title=rule.title, confidence=round(confidence, 2),

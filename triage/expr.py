@@ -401,8 +401,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}|]+)(?:\|(\w+))?\}")
 
 
 def _flag_number(v: Any) -> str:
-    if isinstance(v, float) and not v.is_integer():
-        return f"{v:.2f}".rstrip("0").rstrip(".")
+    if isinstance(v, float) and not v.is_integer():  # thousandths below 0.1 (a small utilization)
+        return (f"{v:.3f}" if abs(v) < 0.1 else f"{v:.2f}").rstrip("0").rstrip(".")
     return str(int(v)) if isinstance(v, (int, float)) else str(v)
 
 

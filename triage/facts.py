@@ -118,6 +118,7 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
         put("max_model_len", e.max_seq_len, e)  # the failing request's length is the configured one
         put("kv_cache_bytes", e.available, e)
         put("kv_needed_bytes", e.needed, e)
+        put("kv_estimated_max_len", e.estimated_max_len, e)  # vLLM's own, on exact figures
     elif isinstance(e, ev.GraphCaptureDone):
         put("cuda_graph_bytes", e.bytes, e)
         facts["graph_capture"] = Fact("done", e.line, e.origin)

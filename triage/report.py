@@ -61,10 +61,22 @@ class Evidence(_Model):
     origin: str = ""
 
 
+class RemedyCheck(_Model):
+    """What the memory model checked a numeric remedy against, with the worst-case margin."""
+
+    against: str  # the vLLM check that failed: startup_free_memory, kv_fits_max_model_len, ...
+    verdict: Literal["fits", "cannot tell"]
+    margin: float | None = None  # worst-case spare under the new flags, in `unit` (bytes, tokens)
+    unit: str = "bytes"
+    provenance: str = ""  # weakest input: printed, derived, default, estimated
+    text: str = ""  # "fits with 0.31 GiB to spare", said in words
+
+
 class Remedy(_Model):
     text: str
     flags: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+    check: RemedyCheck | None = None  # set on every remedy whose flags the memory model can check
 
 
 class Diagnosis(_Model):

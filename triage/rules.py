@@ -26,7 +26,7 @@ ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-]{1,63}$")
 FLAG_PATTERN = re.compile(r"^--[a-z0-9][a-z0-9\-]*$")
 ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Names a rule's expressions may read; figures add their own names.
-CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes"})
+CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 
 
 class LineDict(dict):

@@ -17,6 +17,7 @@ import math
 from .quantities import GIVEN, Quantity
 
 STEP = 0.01  # utilizations are offered in hundredths
+FINE_STEP = 0.001  # and in thousandths below 0.10
 
 
 def requested(total: Quantity, util: float) -> Quantity:
@@ -36,7 +37,13 @@ def outside_budget(total: Quantity, util: float, foreign: Quantity | None = None
 
 
 def max_util_for_free(free: Quantity, total: Quantity, step: float = STEP) -> float:
-    """The largest utilization (a multiple of step) that passes the startup check in the worst case."""
+    """The largest utilization (a multiple of step) that passes the startup check in the worst case.
+
+    Below 0.10 it is given in thousandths: a hundredth of a large GPU is more than 10% of a
+    small budget.
+    """
+    if free.lo / total.hi < 0.1:
+        step = FINE_STEP
     u = math.floor(free.lo / total.hi / step + 1e-9) * step
     while u > 0 and total.hi * u > free.lo:  # float fuzz
         u -= step

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE,
-                     PROFILE, SAMPLER_WARMUP, STARTUP, MemoryInputs)
+from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL,
+                     OUTSIDE, KV_ALLOC, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
 from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
 _SAMPLER_FRAMES = ("_dummy_sampler_run", "_warmup_sampler")
 _PHASE_FAILURE = {"loading_weights": LOAD, "profiling": PROFILE, "cuda_graph_capture": GRAPHS,
-                  "kv_cache_allocation": OUTSIDE, "ready": OUTSIDE}
+                  "kv_cache_allocation": KV_ALLOC, "ready": SERVING}
 
 
 def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], seen: Iterable[str],
@@ -36,8 +36,10 @@ def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], see
         return SAMPLER_WARMUP
     if "load_model_oom" in seen:
         return LOAD
+    if "swap_space" in kinds:
+        return HOST_SWAP
     if not (oom or "cuda_error_oom" in kinds):
-        return HOST_SWAP if "host_memory_problem" in kinds or "signal_killed" in kinds else None
+        return HOST_RAM if "host_memory_problem" in kinds or "host_memory_problem" in seen else None
     if phase == "profiling" and frames & set(_WARMUP_FRAMES):
         return KERNEL_WARMUP
     if phase == "profiling" and frames & set(_SAMPLER_FRAMES):
@@ -89,7 +91,10 @@ def _oom(oom: Any, name: str) -> Quantity | None:
 
 
 def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
-    """Printed weights (per device), else the estimate from the model name split over TP (+-10%)."""
+    """Printed weights (per device), else the estimate from the model name split over TP.
+
+    Names round the parameter count (7B for 7.6B), seldom up by more than 5%: [-5%, +10%].
+    """
     w = _q(facts, "weights_bytes")
     if w is not None:
         return w
@@ -97,7 +102,7 @@ def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
     if not isinstance(est, (int, float)) or est <= 0:
         return None
     per = est / tp
-    return Quantity(per, per * 0.9, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+    return Quantity(per, per * 0.95, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
 
 
 def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
@@ -110,6 +115,10 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     tp = _int(facts, "tensor_parallel_size") or 1
     total = _q(facts, "gpu_total_bytes") or _oom(oom, "total")
     block = facts.get("block_size")
+    bs = _int(facts, "block_size") or 16
+    blocks = _int(facts, "gpu_blocks")
+    if blocks is None and failure == KV_FIT and "kv_needed_bytes" not in facts and _int(facts, "kv_cache_tokens"):
+        blocks = _int(facts, "kv_cache_tokens") // bs  # V0 prints the pool as blocks x block_size tokens
     sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
     return MemoryInputs(
         engine=_engine(facts), vllm_version=_str(facts, "vllm_version"), failure=failure,
@@ -117,10 +126,10 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
         weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
-        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=_int(facts, "gpu_blocks"),
-        block_size=_int(facts, "block_size") or 16, max_model_len=_int(facts, "max_model_len"),
+        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),
+        block_size=bs, max_model_len=_int(facts, "max_model_len"),
         max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=_int(facts, "max_num_batched_tokens"),
-        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), foreign=_q(facts, "foreign_bytes"),
+        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), oom_held=_oom(oom, "this_process"), foreign=_q(facts, "foreign_bytes"),
         cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, pp=_int(facts, "pipeline_parallel_size") or 1,
         dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),
         kv_cache_memory=_q(facts, "kv_cache_memory_bytes"), multimodal=bool(getattr(facts.get("multimodal"), "value", False)),

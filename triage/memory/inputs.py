@@ -26,6 +26,9 @@ GRAPHS = "cuda_graph_capture"        # OUTSIDE, during graph capture (enforce-ea
 KERNEL_WARMUP = "kernel_warmup"      # OUTSIDE, scaled by max_num_batched_tokens
 SAMPLER_WARMUP = "sampler_warmup"    # OUTSIDE, scaled by max_num_seqs
 HOST_SWAP = "host_swap_space"        # V0 "Too large swap space": swap x TP > 0.7 x host RAM
+HOST_RAM = "host_ram"                # the host ran out of RAM; swap space is one thing that holds it
+KV_ALLOC = "kv_cache_allocation"     # OOM allocating the pool: the whole budget must fit what the process can hold
+SERVING = "serving_batch"            # OUTSIDE, while serving: scaled by the batch (tokens, sequences)
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,14 @@ class MemoryInputs:
     kv_tokens: int | None = None
     kv_needed: Quantity | None = None
     gpu_blocks: int | None = None
+    kv_estimate: int | None = None       # vLLM's printed estimated maximum model length
     block_size: int = DEFAULT_BLOCK
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     oom_requested: Quantity | None = None
     oom_free: Quantity | None = None
+    oom_held: Quantity | None = None     # what this process held at the OOM ("this process has X")
     foreign: Quantity | None = None
     cuda_graph: Quantity | None = None
     tp: int = 1

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import budget, kv
-from .checks import FITS, Check, compare, unknown
-from .inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
-                     SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
+from .checks import FITS, Check, compare, fmt, unknown
+from .inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+                     SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 
 SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
@@ -129,7 +129,7 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
     cfg = cfg or inp.current()
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_startup, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _outside, _swap):
+    for step in (_startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
@@ -142,6 +142,24 @@ def _startup(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     note = "assumes the added GPUs are as free" if r.tp_ratio < 1 else ""
     return compare(STARTUP, f"startup check: free >= total x {r.util:g}",
                    budget.requested(inp.total, r.util), inp.free, note=note)
+
+
+def reserve(inp: MemoryInputs) -> Quantity:
+    """Free memory to leave outside a budget cut to what was free: CUDA graphs and the context
+    live there. The graph memory vLLM printed, else 0.5 GiB or 5% of what was free if less."""
+    if inp.cuda_graph is not None:
+        return inp.cuda_graph
+    free = inp.free.value if inp.free is not None else 0.0
+    return Quantity.exact(min(0.5 * (1 << 30), 0.05 * free), ESTIMATED)
+
+
+def _room_outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """After a startup failure: a budget cut to the free memory must leave room outside it."""
+    if inp.failure != STARTUP or inp.free is None or inp.total is None or not inp.v1:
+        return None
+    have = inp.free - budget.requested(inp.total, r.util)
+    return compare("room_outside_budget", "free memory left outside the budget (graphs, context)",
+                   reserve(inp), have)
 
 
 def _gpu_count(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -176,15 +194,13 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.weights is None:
         return None
     w = inp.weights.scale(r.tp_ratio)
-    if req.hi < w.lo:
-        return compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
-    if inp.failure in (STARTUP, NO_POOL, LOAD):
-        c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
-        if c.verdict == FITS:
-            return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
-                         missing=("the activation peak and non-torch memory",))
-        return c
-    return None
+    if r.tp_ratio != 1:
+        w = w.with_source(ESTIMATED)
+    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+    if c.verdict == FITS:  # the weights fit; the activations and non-torch memory are not in the log
+        return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
+                     missing=("the activation peak and non-torch memory",))
+    return c
 
 
 def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -192,6 +208,17 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if length is None:
         return None
     what = f"KV pool holds one max_model_len {length:,} request"
+    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1 and length <= inp.kv_estimate:
+        # vLLM computed this bound on the exact pool: at or under it the same pool fits
+        est = Quantity.exact(inp.kv_estimate, PRINTED)
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), est, unit="tokens",
+                       note="at or under vLLM's own estimate for this pool")
+    cap = capacity_tokens(inp)
+    if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:  # the pool as printed: its exact capacity
+        blocks = int(cap // inp.block_size / r.kv_ratio)
+        have = Quantity.exact(blocks * inp.block_size, DERIVED if r.kv_ratio != 1 else PRINTED)
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
+                       note=f"{blocks:,} blocks x {inp.block_size} tokens")
     if r.block_bytes is not None and r.pool is not None:
         need = kv.needed_bytes(length, r.block_bytes, inp.block_size)
         return compare(KV_FIT, what, need, r.pool)
@@ -207,6 +234,13 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     return None
 
 
+def capacity_tokens(inp: MemoryInputs) -> int | None:
+    """The pool's exact capacity when vLLM printed it: blocks x block_size (V0) or KV tokens (V1)."""
+    if inp.gpu_blocks is not None:
+        return inp.gpu_blocks * inp.block_size
+    return inp.kv_tokens
+
+
 def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure != PROFILE:
         return None
@@ -220,11 +254,39 @@ def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         note += "; fewer sequences shorten each dummy sequence, not the batch"
     if r.seq_ratio != 1 and inp.mm_single_seq:
         note += "; the multimodal profile already ran one sequence, so max_num_seqs changes nothing"
-    return compare(PROFILE, "profile run's failed allocation fits what was free", need, inp.oom_free, note=note)
+    return compare(PROFILE, "profile run's failed allocation fits what was free", need,
+                   inp.oom_free + _weights_freed(inp, r), note=note)
+
+
+def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
+    """Per-device memory a larger TP frees by splitting the weights (estimated)."""
+    if r.tp_ratio >= 1 or inp.weights is None:
+        return 0.0
+    return inp.weights.scale(1 - r.tp_ratio).with_source(ESTIMATED)
+
+
+CONTEXT_OUTSIDE = Quantity(0.5 * (1 << 30), 0.5 * (1 << 30), 0.5 * (1 << 30), ESTIMATED)  # CUDA context etc.
+
+
+def _kv_alloc(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """An OOM allocating the pool: the whole budget (plus the context outside it) must fit what
+    this process can hold (what it held at the OOM + what was free), not only the failed tensor."""
+    if inp.failure != KV_ALLOC:
+        return None
+    what = "the whole budget fits what this process can hold"
+    if inp.total is None or inp.oom_free is None:
+        return unknown(OUTSIDE, what, "the GPU's total and free memory at the OOM")
+    if inp.oom_held is not None:
+        have = inp.oom_held + inp.oom_free
+    else:
+        have = inp.total - (inp.foreign or 0)
+    need = budget.requested(inp.total, r.util) + CONTEXT_OUTSIDE
+    return compare(OUTSIDE, what, need, have + _weights_freed(inp, r),
+                   note="the budget plus ~0.5 GiB of CUDA context outside it (estimated)")
 
 
 def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
-    if inp.failure not in (OUTSIDE, GRAPHS, KERNEL_WARMUP, SAMPLER_WARMUP):
+    if inp.failure not in (OUTSIDE, GRAPHS, KERNEL_WARMUP, SAMPLER_WARMUP, SERVING):
         return None
     what = "the failed allocation fits outside the budget"
     if inp.failure == GRAPHS and cfg.enforce_eager:
@@ -232,12 +294,12 @@ def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
         return unknown(OUTSIDE, what, "the failed allocation and the GPU's total")
     need = inp.oom_requested
-    if inp.failure == KERNEL_WARMUP and r.token_ratio != 1:
+    if inp.failure in (KERNEL_WARMUP, SERVING) and r.token_ratio != 1:
         need = need.scale(r.token_ratio).with_source(ESTIMATED)
-    if inp.failure == SAMPLER_WARMUP and r.seq_ratio != 1:
+    if inp.failure in (SAMPLER_WARMUP, GRAPHS) and r.seq_ratio != 1:
         need = need.scale(r.seq_ratio).with_source(ESTIMATED)
     freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
-    return compare(OUTSIDE, what, need, inp.oom_free + freed,
+    return compare(OUTSIDE, what, need, inp.oom_free + freed + _weights_freed(inp, r),
                    note="what was free plus what a smaller budget leaves; later allocations may need more")
 
 
@@ -248,5 +310,10 @@ def _swap(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     need = inp.swap_total.scale(tp / inp.tp)
     if cfg.swap_space is not None:
         need = Quantity.exact(cfg.swap_space * (1 << 30) * tp, GIVEN)
+    if inp.failure == HOST_RAM:  # a smaller swap frees host RAM only if it is smaller
+        per_gpu = inp.swap_total.scale(1 / inp.tp)
+        return compare(HOST_RAM, f"swap space x {tp} GPUs below the {fmt(inp.swap_total.value, 'bytes')} "
+                       f"({fmt(per_gpu.value, 'bytes')} x {inp.tp}) that was pinned", need,
+                       inp.swap_total - Quantity.exact(tp * (1 << 30)))
     return compare(HOST_SWAP, f"swap space x {tp} GPUs within {SWAP_LIMIT:.0%} of host RAM", need,
                    inp.cpu_total.scale(SWAP_LIMIT))

@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from . import budget, kv
 from .checks import FAILS, FITS, Check, overall
 from .flags import apply
-from .inputs import (GRAPHS, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,
+from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, KV_FIT, SERVING, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,  # noqa: F401
                      STARTUP, Config, MemoryInputs)
-from .model import evaluate, resolve
+from .model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
 from .quantities import Quantity
 
 MAX_UTIL = 0.98        # a budget above this leaves nothing for the driver and graphs
 TOKEN_STEP = 256       # profile batches offered in multiples of this
 FP8 = "fp8"
 
-_TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE}
+_TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE, SERVING: OUTSIDE,
+           KV_ALLOC: OUTSIDE}
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,14 @@ def _ok(inp: MemoryInputs, flags: dict[str, str]) -> dict[str, str] | None:
 
 
 def num(u: float) -> str:
-    return f"{u:.2f}".rstrip("0").rstrip(".") if u < 1 else "1.0"
+    return f"{u:.3f}".rstrip("0").rstrip(".") if u < 1 else "1.0"
 
 
 def startup_util(inp: MemoryInputs) -> float | None:
     """The largest utilization the free memory passes, if the budget it leaves still works."""
     if inp.free is None or inp.total is None:
         return None
-    u = budget.max_util_for_free(inp.free, inp.total)
+    u = budget.max_util_for_free(inp.free - reserve(inp), inp.total)
     return u if u > 0 and _ok(inp, {"--gpu-memory-utilization": num(u)}) else None
 
 
@@ -92,12 +93,17 @@ def fit_len(inp: MemoryInputs, cfg: Config | None = None) -> int | None:
     cfg = cfg or inp.current()
     r = resolve(inp, cfg)
     bs = inp.block_size
-    if r.pool is not None and r.block_bytes is not None:
+    cap = capacity_tokens(inp)
+    if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:
+        n = int(cap // bs / r.kv_ratio) * bs
+    elif r.pool is not None and r.block_bytes is not None:
         n = kv.longest_context(r.pool, r.block_bytes, bs)
     elif inp.gpu_blocks is not None and r.util == inp.util.value:
         n = int(inp.gpu_blocks / r.kv_ratio) * bs
     else:
         return None
+    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1:
+        n = max(n, inp.kv_estimate)  # vLLM's own bound, computed on the exact pool
     if r.max_model_len:
         n = min(n, r.max_model_len)
     if n < bs:
@@ -121,7 +127,7 @@ def outside_util(inp: MemoryInputs) -> float | None:
     """The largest utilization that leaves the failed allocation's shortfall outside the budget."""
     if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
         return None
-    short = inp.oom_requested - inp.oom_free
+    short = _shortfall(inp)
     if short.hi <= 0:
         return None
     u = budget.util_leaving(inp.total, inp.util.value, short)
@@ -130,11 +136,20 @@ def outside_util(inp: MemoryInputs) -> float | None:
     return u if _ok(inp, {"--gpu-memory-utilization": num(u)}) else None
 
 
+def _shortfall(inp: MemoryInputs) -> Quantity:
+    """What the budget must give up: the failed allocation's shortfall, or for the KV pool's own
+    allocation, how far the budget (and the context outside it) exceeds what the process can hold."""
+    if inp.failure == KV_ALLOC and inp.total is not None and inp.oom_free is not None:
+        have = inp.oom_held + inp.oom_free if inp.oom_held is not None else inp.total - (inp.foreign or 0)
+        return budget.requested(inp.total, inp.util.value) + CONTEXT_OUTSIDE - have
+    return inp.oom_requested - inp.oom_free  # type: ignore[operator]
+
+
 def outside_util_with_len(inp: MemoryInputs) -> tuple[float, int] | None:
     """When the smaller budget no longer holds max_model_len: the utilization and the length it holds."""
     if inp.oom_requested is None or inp.oom_free is None or inp.total is None:
         return None
-    u = budget.util_leaving(inp.total, inp.util.value, inp.oom_requested - inp.oom_free)
+    u = budget.util_leaving(inp.total, inp.util.value, _shortfall(inp))
     if u <= 0:
         return None
     n = fit_len(inp, inp.current().changed(gpu_memory_utilization=u))
@@ -193,3 +208,34 @@ def weights_exceed(inp: MemoryInputs) -> Quantity | None:
         return None
     room = inp.free if inp.free is not None else inp.total
     return inp.weights if inp.weights.lo > room.hi * MAX_UTIL else None
+
+
+def pool_util(inp: MemoryInputs, min_pool: float = 1 << 30) -> float | None:
+    """The smallest utilization leaving a KV pool of min_pool (1 GiB) after the non-KV memory."""
+    if inp.total is None:
+        return None
+    nk = resolve(inp, inp.current()).non_kv
+    if nk is None:
+        return None
+    u = budget.min_util_for_pool(inp.total, nk, Quantity.exact(min_pool))
+    if u > MAX_UTIL:
+        return None
+    v = verify(inp, {"--gpu-memory-utilization": num(u)})
+    return u if not any(c.verdict == FAILS for c in v.checks) else None
+
+
+def budget_tp(inp: MemoryInputs) -> int | None:
+    """The smallest TP (x2, x4, x8) whose weight shard leaves a KV pool, no check failing."""
+    for k in (2, 4, 8):
+        tp = inp.tp * k
+        if inp.gpu_count is not None and tp * inp.pp > inp.gpu_count:
+            return None
+        checks = evaluate(inp, inp.current().changed(tensor_parallel_size=tp))
+        pool = next((c for c in checks if c.name == NO_POOL), None)
+        if pool is not None and pool.verdict == FITS and not any(c.verdict == FAILS for c in checks):
+            return tp
+        if pool is None or pool.verdict == "cannot tell" and pool.missing:
+            if pool is not None and pool.have is not None and pool.need is not None \
+                    and pool.need.hi < pool.have.lo * 0.8:
+                return tp  # the shard fits the budget with 20% to spare; activations unknown
+    return None
