@@ -218,3 +218,48 @@ def test_the_readme_example_is_what_the_tool_prints():
     for line in ("DOES NOT FIT [kv_cache_insufficient]", "KV cache         4.12 GiB -> 33,776 tokens",
                  "--max-model-len 25872: the longest length", "--kv-cache-dtype fp8 with --max-model-len 51744"):
         assert line in out and line in readme
+
+
+SMI_TABLE = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.133.20             Driver Version: 570.133.20     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
+| N/A   36C    P0            118W /  700W |   30001MiB /  81559MiB |     41%      Default |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                    0 |
+| N/A   31C    P0             70W /  700W |       1MiB /  81559MiB |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A            4242      C   python3                                30000MiB |
++-----------------------------------------------------------------------------------------+
+"""
+
+
+def test_an_nvidia_smi_table_with_another_process_is_foreign_memory(tmp_path):
+    smi = tmp_path / "smi.txt"
+    smi.write_text(SMI_TABLE)
+    code, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "-tp", "2", "--max-model-len", "32768")
+    assert code == 1 and p["reason"] == "foreign_gpu_processes"
+    assert p["gpu"]["free_bytes"] == (81559 - 30001) << 20 and p["gpu"]["other_processes_bytes"] == 30000 << 20
+    assert any("in use before vLLM starts" in r["text"] for r in p["remedies"])
+    code, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "-tp", "4")
+    assert code == 1 and p["reason"] == "parallelism_mismatch"  # 4 GPUs asked, 2 listed
+
+
+def test_a_pinned_kv_cache_memory_sizes_the_pool(tmp_path):
+    qwen3 = str(CONFIGS / "qwen3-4b")
+    code, p = plan_json("--model", qwen3, "--gpu", "L4", "--kv-cache-memory", "2GiB", "--max-model-len", "8192")
+    assert code == 0 and p["kv_cache_bytes"] == 2 << 30
+    assert p["kv_tokens"] == (2 << 30) // (147456 * 16) * 16
+    code, p = plan_json("--model", qwen3, "--gpu", "L4", "--kv-cache-memory", str(2 << 30), "--max-model-len", "32768")
+    assert code == 1 and p["reason"] == "kv_cache_insufficient"
+    assert {"--max-model-len": str(p["max_model_len_fit"])} in [r["flags"] for r in p["remedies"]]

@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 
 from ..memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAPHS, LOAD, Check, MemoryInputs,
                       Quantity, evaluate, resolve)
+from ..memory import Config
 from ..memory import budget as mbudget
+from ..memory.flags import apply
 from ..memory import kv as mkv
 from . import estimates, kv
 from .launch import Launch
@@ -68,6 +70,11 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
     nt = estimates.non_torch(flags.tp)
     needed = needed_at(launch, launch.max_model_len)
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
+    pinned = None
+    if flags.kv_cache_memory:  # vLLM >= 0.11 pins the pool; the memory model reads the flag its own way
+        pinned = Quantity.exact(float(apply(Config(), {"--kv-cache-memory": flags.kv_cache_memory}).kv_cache_memory),
+                                GIVEN)
+        notes.append(f"--kv-cache-memory {flags.kv_cache_memory}: the KV pool is pinned (vLLM 0.11 and later)")
     inp = MemoryInputs(engine="v1", vllm_version="0.10.1", total=total, free=free,
                        util=Quantity.exact(launch.util, util_source), weights=weights,
                        activation_peak=_spread(act.bytes, 0.5, 1.6), non_torch=_spread(nt.bytes, 0.5, 2.0),
@@ -76,7 +83,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
                        max_num_batched_tokens=launch.max_num_batched_tokens, tp=flags.tp, pp=flags.pp,
                        gpu_count=gpu.count if gpu.source.startswith("nvidia-smi") else None,
                        dtype=launch.dtype, kv_cache_dtype=flags.kv_cache_dtype or "auto",
-                       multimodal=launch.cfg.multimodal)
+                       multimodal=launch.cfg.multimodal, kv_cache_memory=pinned)
     return inp, notes, (act, nt)
 
 

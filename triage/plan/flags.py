@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..units import parse_size
 
 _INT = {"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "max-model-len": "max_model_len",
         "max-num-seqs": "max_num_seqs", "max-num-batched-tokens": "max_num_batched_tokens",
@@ -73,6 +74,14 @@ def _set(flags: ServeFlags, name: str, value: str | None) -> None:
         if not 0 <= number <= 1 << 20 or (name == "gpu-memory-utilization" and not 0 < number <= 1):
             raise UsageError(f"--{name} {value!r} is out of range")
         setattr(flags, _FLOAT[name], number)
+    elif _STR[name] == "kv_cache_memory":  # bytes, as vLLM reads it, or a size: 8GiB
+        text = value + "B" if value.strip().isdigit() else value
+        try:
+            if parse_size(text) <= 0:
+                raise ValueError
+        except ValueError:
+            raise UsageError(f"--{name} {value!r} is not a size (bytes, or 8GiB)") from None
+        flags.kv_cache_memory = text
     else:
         setattr(flags, _STR[name], value)
 
