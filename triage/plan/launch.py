@@ -14,6 +14,7 @@ from . import estimates, kv, params
 from .flags import ServeFlags
 from .gpu import Gpu
 from .model_files import ModelFiles
+from ..units import GiB
 from .spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
 
 DEFAULT_UTIL = 0.9
@@ -98,8 +99,12 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         assumptions.append(f"gpu_memory_utilization {DEFAULT_UTIL} (vLLM's default)")
     if flags.pp > 1:
         assumptions.append(f"pipeline parallel {flags.pp}: each GPU holds the layers of one stage (the largest)")
-    if flags.cpu_offload_gb:
-        assumptions.append(f"--cpu-offload-gb {flags.cpu_offload_gb:g} is not modelled: the weights are counted in full")
+    if flags.cpu_offload_gb:  # vLLM keeps up to that many GiB of each GPU's weights in host memory
+        offload = min(weights.per_gpu_bytes, int(flags.cpu_offload_gb * GiB))
+        weights.per_gpu_bytes -= offload
+        weights.source += f", less {flags.cpu_offload_gb:g} GiB offloaded to the CPU (--cpu-offload-gb)"
+    if cfg.multimodal and weights.estimated:
+        assumptions.append("multimodal: the vision/audio encoder's weights and its profile pass are not counted")
     block = flags.block_size or DEFAULT_BLOCK
     if layout.min_block_size and (flags.block_size is None or block < layout.min_block_size):
         block = layout.min_block_size
