@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..units import GiB
+from ..units import GiB, MiB
 from .quantities import Quantity, weakest
 
 FITS = "fits"
@@ -70,7 +70,7 @@ class Check:
 
 def fmt(x: float, unit: str) -> str:
     if unit == "bytes":
-        return f"{x / GiB:.2f} GiB"
+        return f"{x / GiB:.2f} GiB" if abs(x) >= GiB else f"{x / MiB:.0f} MiB"
     if unit == "tokens":
         return f"{int(x):,} tokens"
     return f"{x:g} {unit}"

@@ -114,6 +114,13 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
             Quantity.exact(DEFAULT_UTIL, DEFAULT))
     tp = _int(facts, "tensor_parallel_size") or 1
     total = _q(facts, "gpu_total_bytes") or _oom(oom, "total")
+    engine = _engine(facts)
+    batch = _int(facts, "max_num_batched_tokens")
+    length = _int(facts, "max_model_len")
+    follows = (engine == "v0" and batch is None and length is not None
+               and getattr(facts.get("enable_chunked_prefill"), "value", None) is not True)
+    if follows:
+        batch = max(length, 2048)  # V0's default without chunked prefill (config.py)
     block = facts.get("block_size")
     bs = _int(facts, "block_size") or 16
     blocks = _int(facts, "gpu_blocks")
@@ -121,14 +128,14 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
         blocks = _int(facts, "kv_cache_tokens") // bs  # V0 prints the pool as blocks x block_size tokens
     sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
     return MemoryInputs(
-        engine=_engine(facts), vllm_version=_str(facts, "vllm_version"), failure=failure,
+        engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,
         total=total, free=_q(facts, "startup_free_bytes"), util=util,
         weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
         kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),
         block_size=bs, max_model_len=_int(facts, "max_model_len"),
-        max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=_int(facts, "max_num_batched_tokens"),
+        max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=batch, batch_follows_len=follows,
         oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), oom_held=_oom(oom, "this_process"), foreign=_q(facts, "foreign_bytes"),
         cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, pp=_int(facts, "pipeline_parallel_size") or 1,
         dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),

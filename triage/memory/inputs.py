@@ -79,6 +79,7 @@ class MemoryInputs:
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    batch_follows_len: bool = False      # V0 without chunked prefill: max_num_batched_tokens = max(len, 2048)
     oom_requested: Quantity | None = None
     oom_free: Quantity | None = None
     oom_held: Quantity | None = None     # what this process held at the OOM ("this process has X")

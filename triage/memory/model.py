@@ -20,6 +20,7 @@ from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 
 SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
 
+V0_MIN_BATCH = 2048  # V0 config: max_num_batched_tokens = max(max_model_len, 2048) without chunked prefill
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "auto": 2}
 
 
@@ -76,6 +77,9 @@ def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
     tp_ratio = inp.tp / tp
     kv_ratio = dtype_bytes(cfg.kv_cache_dtype, inp.dtype) / dtype_bytes(inp.kv_cache_dtype, inp.dtype)
     token_ratio = _ratio(cfg.max_num_batched_tokens, inp.max_num_batched_tokens)
+    if inp.batch_follows_len and cfg.max_num_batched_tokens in (None, inp.max_num_batched_tokens) \
+            and cfg.max_model_len and inp.max_model_len:
+        token_ratio = max(cfg.max_model_len, V0_MIN_BATCH) / max(inp.max_model_len, V0_MIN_BATCH)
     seq_ratio = _ratio(cfg.max_num_seqs, inp.max_num_seqs)
     length = cfg.max_model_len or inp.max_model_len
     bb = block_bytes(inp)
@@ -116,9 +120,9 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
                 tp_ratio: float, token_ratio: float) -> Quantity | None:
     if cfg.kv_cache_memory is not None:
         return Quantity.exact(cfg.kv_cache_memory, GIVEN)
-    unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio == 1
+    unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
-        return inp.pool
+        return inp.pool  # a smaller profile batch only grows the pool: the printed one is the worst case
     if inp.total is None or nk is None:
         return None
     return budget.pool(inp.total, util, nk)
@@ -129,11 +133,27 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
     cfg = cfg or inp.current()
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
+    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
     return out
+
+
+def _scheduler(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """SchedulerConfig._verify_args: without chunked prefill max_num_batched_tokens >= max_model_len;
+    always max_num_batched_tokens >= max_num_seqs. Only for flags a remedy changes."""
+    batch = cfg.max_num_batched_tokens
+    if batch is None or (batch == inp.max_num_batched_tokens and cfg.max_model_len == inp.max_model_len):
+        return None  # unchanged (V0's default batch follows max_model_len: nothing to violate)
+    seqs = cfg.max_num_seqs or inp.max_num_seqs
+    if inp.batch_follows_len and r.max_model_len and batch < r.max_model_len:
+        return compare("scheduler_config", "max_num_batched_tokens >= max_model_len (no chunked prefill)",
+                       Quantity.exact(r.max_model_len, GIVEN), Quantity.exact(batch, GIVEN), unit="tokens")
+    if seqs and batch < seqs:
+        return compare("scheduler_config", "max_num_batched_tokens >= max_num_seqs",
+                       Quantity.exact(seqs, GIVEN), Quantity.exact(batch, GIVEN), unit="tokens")
+    return None
 
 
 def _startup(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -196,7 +216,9 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     w = inp.weights.scale(r.tp_ratio)
     if r.tp_ratio != 1:
         w = w.with_source(ESTIMATED)
-    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights", w, req)
+    # the activations and the KV cache need some of the budget too: at least a tenth (estimated)
+    need = w + req.scale(ROOM_FOR_THE_REST).with_source(ESTIMATED)
+    c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights and a tenth more", need, req)
     if c.verdict == FITS:  # the weights fit; the activations and non-torch memory are not in the log
         return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
                      missing=("the activation peak and non-torch memory",))
@@ -265,6 +287,7 @@ def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
     return inp.weights.scale(1 - r.tp_ratio).with_source(ESTIMATED)
 
 
+ROOM_FOR_THE_REST = 0.1  # of the budget, kept for activations and KV when the log does not print them
 CONTEXT_OUTSIDE = Quantity(0.5 * (1 << 30), 0.5 * (1 << 30), 0.5 * (1 << 30), ESTIMATED)  # CUDA context etc.
 
 

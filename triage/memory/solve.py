@@ -42,6 +42,11 @@ class Verification:
         return self.target.verdict if self.target else overall(list(self.checks))
 
 
+def against(c: Check) -> bool:
+    """A check that speaks against a configuration: it fails, or sits within the rounding."""
+    return c.verdict == FAILS or (c.verdict != FITS and not c.missing and c.margin is not None)
+
+
 def target_name(inp: MemoryInputs) -> str | None:
     return _TARGET.get(inp.failure or "", inp.failure)
 
@@ -55,7 +60,7 @@ def verify(inp: MemoryInputs, flags: Mapping[str, str], base: Config | None = No
     checks = tuple(evaluate(inp, cfg))
     name = target_name(inp)
     target = next((c for c in checks if c.name == name), None)
-    ok = target is not None and target.verdict == FITS and not any(c.verdict == FAILS for c in checks)
+    ok = target is not None and target.verdict == FITS and not any(against(c) for c in checks)
     return Verification(ok, target, checks)
 
 
@@ -169,6 +174,17 @@ def batch_tokens(inp: MemoryInputs) -> int | None:
     return b if _ok(inp, {"--max-num-batched-tokens": str(b)}) else None
 
 
+def profile_len(inp: MemoryInputs) -> int | None:
+    """V0 without chunked prefill profiles max(max_model_len, 2048) tokens: the longest context
+    whose (proportionally smaller) profile allocation fits what was free."""
+    if not inp.batch_follows_len or not inp.max_model_len or inp.oom_requested is None or inp.oom_free is None:
+        return None
+    n = math.floor(inp.max_model_len * max(inp.oom_free.lo, 0) / inp.oom_requested.hi / TOKEN_STEP) * TOKEN_STEP
+    if n < 2048 or n >= inp.max_model_len:
+        return None
+    return n if _ok(inp, {"--max-model-len": str(n)}) else None
+
+
 def warmup_seqs(inp: MemoryInputs) -> int | None:
     """The largest max_num_seqs whose sampler warm-up allocation fits what was free."""
     s0 = inp.max_num_seqs
@@ -225,17 +241,13 @@ def pool_util(inp: MemoryInputs, min_pool: float = 1 << 30) -> float | None:
 
 
 def budget_tp(inp: MemoryInputs) -> int | None:
-    """The smallest TP (x2, x4, x8) whose weight shard leaves a KV pool, no check failing."""
+    """The smallest TP (x2, x4, x8) whose weight shard leaves room in the budget, no check against it."""
     for k in (2, 4, 8):
         tp = inp.tp * k
         if inp.gpu_count is not None and tp * inp.pp > inp.gpu_count:
             return None
         checks = evaluate(inp, inp.current().changed(tensor_parallel_size=tp))
         pool = next((c for c in checks if c.name == NO_POOL), None)
-        if pool is not None and pool.verdict == FITS and not any(c.verdict == FAILS for c in checks):
+        if pool is not None and (pool.verdict == FITS or pool.missing) and not any(against(c) for c in checks):
             return tp
-        if pool is None or pool.verdict == "cannot tell" and pool.missing:
-            if pool is not None and pool.have is not None and pool.need is not None \
-                    and pool.need.hi < pool.have.lo * 0.8:
-                return tp  # the shard fits the budget with 20% to spare; activations unknown
     return None

@@ -29,7 +29,8 @@ def render(report: Report, **_: object) -> str:
             out += ["**What to change**", ""]
             for r in d.remedies:
                 cmd = command_line(r)
-                out.append(f"- {_code(cmd) + ': ' if cmd else ''}{r.text}")
+                checked = f" ({r.check.text})" if r.check is not None and r.check.text else ""
+                out.append(f"- {_code(cmd) + ': ' if cmd else ''}{r.text}{checked}")
             out.append("")
         if d.evidence:
             out += ["<details><summary>Evidence</summary>", "", "```"]

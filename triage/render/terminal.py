@@ -42,6 +42,8 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
                     line.append(cmd, style="bold cyan")
                     line.append("  ")
                 line.append(r.text)
+                if r.check is not None and r.check.text:
+                    line.append(f" ({r.check.text})", style="dim")
                 console.print(Padding(line, (0, 0, 0, 5)))
         if d.evidence:
             console.print(Text("   Evidence:", style="bold"))
