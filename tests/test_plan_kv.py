@@ -112,3 +112,30 @@ def test_quantized_checkpoints_count_fewer_bytes():
     fp8, _ = _load("deepseek-v3")
     w8 = params.weights(fp8, None, None, None, "bfloat16", None, 8, None)
     assert w8.total_bytes == pytest.approx(671e9, rel=0.03)  # one byte per linear weight
+
+
+def test_chunked_local_attention_groups_like_a_window():
+    """Llama 4's shape: RoPE layers attend in chunks (ChunkedLocalAttentionSpec), NoPE layers globally."""
+    cfg = TextConfig.of({"model_type": "llama4_text", "num_hidden_layers": 8, "num_attention_heads": 8,
+                         "num_key_value_heads": 2, "head_dim": 64, "hidden_size": 512, "attention_chunk_size": 64,
+                         "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0], "torch_dtype": "bfloat16"})
+    layout = _layout(cfg, 1, "auto")
+    per_layer = 2 * 2 * 64 * 2
+    assert layout.family == "gqa+chunked-local"
+    assert layout.bytes_per_token == per_layer * 2 * (1 + 3)  # group_size 2: 1 full group + 3 chunked groups
+    # full: 2 x cdiv(1000, 16) pages; chunked: 6 x cdiv(min(64 + 256, 1000), 16) pages
+    assert kv.max_memory_usage(layout, 1000, 16, 256) == (2 * 63 + 6 * 20) * 16 * per_layer
+
+
+def test_linear_attention_layers_hold_a_state_not_tokens():
+    """A gated delta-net hybrid (`layer_types` with linear_attention): state layers in vLLM's groups."""
+    cfg = TextConfig.of({"model_type": "hybrid_test", "num_hidden_layers": 8, "num_attention_heads": 8,
+                         "num_key_value_heads": 2, "head_dim": 64, "hidden_size": 512,
+                         "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3
+                         + ["full_attention"], "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                         "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4})
+    layout = _layout(cfg, 1, "auto")
+    per_layer = 2 * 2 * 64 * 2
+    assert layout.family == "hybrid-mamba" and layout.attention_bytes_per_token == 2 * per_layer
+    assert layout.bytes_per_token == per_layer * 2 * (1 + 3)
+    assert layout.state_bytes_per_sequence == 6 * (3 * (2 * 2 * 32 + 4 * 32) + 4 * 32 * 32) * 2

@@ -56,6 +56,9 @@ def _layer_kinds(cfg: TextConfig, layers: int) -> list[str]:
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) == layers and all(isinstance(t, str) for t in types):
         return ["sliding" if "sliding" in t else "full" for t in types]
+    nope = cfg.get("no_rope_layers")  # Llama 4: RoPE layers attend in local chunks, NoPE (0) layers globally
+    if cfg.get("attention_chunk_size") and isinstance(nope, list) and len(nope) == layers:
+        return ["chunked" if flag else "full" for flag in nope]
     window = cfg.get("sliding_window")
     mt = cfg.model_type
     if not window:
@@ -87,19 +90,21 @@ def attention_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int) -> KvLayo
     heads = max(1, total_heads // max(1, tp))
     per_layer = 2 * heads * head_dim * kv_bytes
     kinds = _layer_kinds(cfg, layers)
-    n_sliding = _stage(kinds.count("sliding"), pp)
+    local = "chunked" if "chunked" in kinds else "sliding"
+    n_sliding = _stage(kinds.count(local), pp)
     n_full = _stage(kinds.count("full"), pp)
     groups = [LayerGroup("full", n_full, per_layer)] if n_full else []
     if n_sliding:
-        groups.append(LayerGroup("sliding", n_sliding, per_layer, window=cfg.number("sliding_window")))
+        window = cfg.number("attention_chunk_size" if local == "chunked" else "sliding_window")
+        groups.append(LayerGroup(local, n_sliding, per_layer, window=window))
     slots = _grouped_slots([n_full, n_sliding])
     family = ("mha" if total_heads == cfg.number("num_attention_heads") else "mqa" if total_heads == 1 else "gqa")
     split = f"max(1, {total_heads} // tp {tp}) = {heads}" if tp > 1 else f"{heads}"
     formula = f"2 x {split} kv heads x {head_dim} head_dim x {kv_bytes} B = {per_layer} B per layer"
     notes = []
     if n_full and n_sliding:
-        family += "+sliding-window"
-        formula += (f"; {n_full} full + {n_sliding} sliding layers, grouped as vLLM does: "
+        family += "+sliding-window" if local == "sliding" else "+chunked-local"
+        formula += (f"; {n_full} full + {n_sliding} {local} layers, grouped as vLLM does: "
                     f"{slots} layer slots x {per_layer} B = {per_layer * slots} B")
         notes.append("sliding-window layers keep only their window per sequence; vLLM's token count "
                      "is per group of layers, so long sequences fit more than the count suggests")
@@ -131,8 +136,8 @@ def mamba_kinds(cfg: TextConfig, layers: int) -> list[str] | None:
         return ["attention" if c == "*" else "mamba" if c == "M" else "mlp" for c in pattern]
     for key in ("layers_block_type", "layer_types"):
         types = cfg.get(key)
-        if isinstance(types, list) and any("mamba" in str(t) for t in types):
-            return ["mamba" if "mamba" in str(t) else "attention" for t in types]
+        if isinstance(types, list) and any("mamba" in str(t) or "linear" in str(t) for t in types):
+            return ["mamba" if "mamba" in str(t) or "linear" in str(t) else "attention" for t in types]
     return None
 
 
@@ -143,6 +148,14 @@ def _mamba_state(cfg: TextConfig, tp: int, state_bytes: int) -> tuple[int, str]:
     d_conv = cfg.number("mamba_d_conv", cfg.number("conv_kernel", 4))
     expand = cfg.number("mamba_expand", cfg.number("expand", 2))
     inner = cfg.number("mamba_intermediate_size", expand * hidden)
+    v_heads = cfg.number("linear_num_value_heads")
+    if v_heads:  # gated delta-net linear attention: conv over q, k, v; a key x value state per value head
+        k_heads, k_dim = cfg.number("linear_num_key_heads"), cfg.number("linear_key_head_dim")
+        v_dim, kernel = cfg.number("linear_value_head_dim"), cfg.number("linear_conv_kernel_dim", 4)
+        conv_dim = (2 * k_heads * k_dim + v_heads * v_dim) // tp
+        conv, ssm = (kernel - 1) * conv_dim, v_heads // tp * k_dim * v_dim
+        return (conv + ssm) * state_bytes, (f"linear attention: conv {kernel - 1} x {conv_dim} + state "
+                                            f"{v_heads // tp} heads x {k_dim} x {v_dim} (estimated)")
     heads = cfg.number("mamba_num_heads", cfg.number("mamba_n_heads", 0))
     if heads:  # Mamba2: conv over x, B and C (groups replicated up to TP), SSM state per head
         groups = cfg.number("mamba_n_groups", cfg.number("n_groups", 1)) or 1
@@ -195,6 +208,9 @@ def max_memory_usage(layout: KvLayout, max_model_len: int, block_size: int, batc
         elif g.kind == "sliding" and g.window:
             tokens = min(g.window - 1 + batched_tokens, max_model_len)
             total += g.layers * (-(-tokens // block_size) + 1) * page
+        elif g.kind == "chunked" and g.window:
+            tokens = min(g.window + batched_tokens, max_model_len)
+            total += g.layers * -(-tokens // block_size) * page
         else:
             total += g.layers * -(-max_model_len // block_size) * page
     return total
@@ -206,7 +222,7 @@ def _attention_per_layer(layout: KvLayout) -> int:
 
 def uniform(layout: KvLayout) -> bool:
     """One kind of layer: vLLM's need then grows exactly with the length (whole blocks)."""
-    return len({g.kind for g in layout.groups}) == 1 and layout.groups[0].kind != "sliding"
+    return len({g.kind for g in layout.groups}) == 1 and layout.groups[0].kind not in ("sliding", "chunked")
 
 
 def kv_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int, model_bytes: int) -> KvLayout:
