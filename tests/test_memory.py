@@ -182,3 +182,24 @@ def test_estimated_max_model_len_is_reproduced():
             assert offered >= 0.9 * estimate, name  # and not wasteful by more than 10%
             cases += 1
     assert cases >= 2
+
+
+def test_pinned_pool_is_not_sized_by_utilization():
+    # kv_cache_memory_bytes pins the pool (profiling skipped): utilization changes nothing; pinning
+    # what one request needs does. needed 4.26 GiB for 100000 tokens -> at most 4.265 GiB, rounded up to a MiB
+    inp = MemoryInputs(engine="v1", failure=KV_FIT, pool=gib(4.25), kv_cache_memory=gib(4.25),
+                       kv_needed=gib(4.26), max_model_len=100000)
+    assert not verify(inp, {"--gpu-memory-utilization": "0.95"}).ok
+    n = solve.kv_memory(inp)
+    assert n == -(-round(4.265 * GiB) // MiB) * MiB
+    assert verify(inp, {"--kv-cache-memory-bytes": str(n)}).ok
+
+
+def test_pinned_pool_line_is_read():
+    from conftest import triage_text
+
+    log = ("(EngineCore pid=31) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved "
+           "4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
+           "profiling. This does not respect the gpu_memory_utilization config.\n")
+    facts = triage_text(log).facts
+    assert facts.get("kv_cache_memory_bytes") == round(4.25 * GiB)

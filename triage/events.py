@@ -97,6 +97,14 @@ class KvCacheMemory(Event):
     bytes: int
 
 
+class KvCachePinned(Event):
+    """`Initial free memory F, reserved X memory for KV Cache as specified by kv_cache_memory_bytes config`."""
+
+    kind: Literal["kv_cache_pinned"] = "kv_cache_pinned"
+    free: int
+    bytes: int
+
+
 class KvCacheTokens(Event):
     """`GPU KV cache size: N tokens` (V1)."""
 
@@ -458,7 +466,7 @@ class SystemInfo(Event):
 
 AnyEvent = Annotated[
     Union[
-        TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory,
+        TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory, KvCachePinned,
         KvCacheTokens, MaxConcurrency, CacheBlocks, WeightsLoaded, StartupFreeMemory,
         ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory, PhaseMark, GraphCaptureDone,
         SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace, Ready, EngineConfig,

@@ -100,6 +100,10 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
         put("non_kv_bytes", e.non_kv_total, e)
     elif isinstance(e, ev.KvCacheMemory):
         put("kv_cache_bytes", e.bytes, e)
+    elif isinstance(e, ev.KvCachePinned):
+        put("kv_cache_memory_bytes", e.bytes, e)
+        put("kv_cache_bytes", e.bytes, e)
+        put("initial_free_bytes", e.free, e)
     elif isinstance(e, ev.KvCacheTokens):
         put("kv_cache_tokens", e.tokens, e)
     elif isinstance(e, ev.MaxConcurrency):

@@ -23,7 +23,7 @@ from .transform import TRANSFORMER
 # Start rules, one per message family; the Transformer turns each into events.
 START_RULES = (
     "oom", "cuda_error_oom", "cpu_alloc", "budget", "profile_split", "profile_results",
-    "profile_time", "kv_memory", "kv_tokens", "max_concurrency", "blocks", "weights_v0", "kv_needed",
+    "profile_time", "kv_memory", "kv_pinned", "kv_tokens", "max_concurrency", "blocks", "weights_v0", "kv_needed",
     "weights_v1", "startup_free", "profiling_error", "kv_error", "no_cache", "graph_start",
     "graph_done", "sampler_oom", "load_oom", "encoder_budget", "profile_start",
     "weights_start", "swap", "ready", "banner", "server_version", "logo_version", "arg_dump",

@@ -165,6 +165,9 @@ class ToEvents(Transformer):
     def kv_memory(self, size, tail=None):
         return {"kind": "kv_cache_memory", "bytes": parse_size(size)}
 
+    def kv_pinned(self, free, size, tail=None):
+        return {"kind": "kv_cache_pinned", "free": parse_size(free), "bytes": parse_size(size)}
+
     def kv_tokens(self, n, tail=None):
         return {"kind": "kv_cache_tokens", "tokens": _int(n)}
 

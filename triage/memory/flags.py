@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..units import GiB, parse_size
+from ..units import parse_size
 from .inputs import Config
 
 # flag -> (Config field, parser)
@@ -26,8 +26,13 @@ def _positive(text: str) -> int:
 
 
 def _bytes(text: str) -> int:
+    """Bytes as vLLM's kv_cache_memory_bytes takes them: a plain integer, or a size ('4.5GiB', '4G')."""
     t = str(text).strip()
-    return int(float(t) * GiB) if t.replace(".", "", 1).isdigit() else parse_size(t)
+    if t.isdigit():
+        return int(t)
+    if t[-1:].upper() in ("K", "M", "G", "T"):
+        t += "iB"
+    return parse_size(t)
 
 
 FLAGS: dict[str, tuple[str, object]] = {
@@ -39,7 +44,9 @@ FLAGS: dict[str, tuple[str, object]] = {
     "--tensor-parallel-size": ("tensor_parallel_size", _positive),
     "--enforce-eager": ("enforce_eager", lambda _t: True),
     "--kv-cache-memory": ("kv_cache_memory", _bytes),
+    "--kv-cache-memory-bytes": ("kv_cache_memory", _bytes),
     "--swap-space": ("swap_space", float),
+    "--cpu-offload-gb": ("cpu_offload_gb", float),
 }
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL,
-                     OUTSIDE, KV_ALLOC, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
+from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD,
+                     NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
 from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
@@ -129,7 +129,7 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
     return MemoryInputs(
         engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,
-        total=total, free=_q(facts, "startup_free_bytes"), util=util,
+        total=total, free=_q(facts, "startup_free_bytes") or _q(facts, "initial_free_bytes"), util=util,
         weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),

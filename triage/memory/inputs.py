@@ -44,6 +44,7 @@ class Config:
     enforce_eager: bool | None = None
     kv_cache_memory: int | None = None  # bytes (--kv-cache-memory, vLLM >= 0.11)
     swap_space: float | None = None     # GiB per GPU (--swap-space)
+    cpu_offload_gb: float | None = None  # GiB of weights per GPU kept in CPU RAM (--cpu-offload-gb)
 
     def changed(self, **kw: object) -> Config:
         return replace(self, **kw)

@@ -71,6 +71,26 @@ def non_kv(inp: MemoryInputs) -> Quantity | None:
     return None
 
 
+def replace_offload(cfg: Config) -> Config:
+    return cfg.changed(cpu_offload_gb=None)
+
+
+def offloaded(inp: MemoryInputs, cfg: Config) -> MemoryInputs:
+    """--cpu-offload-gb X keeps X GiB of each GPU's weights in CPU RAM: the same start, lighter weights."""
+    if not cfg.cpu_offload_gb or inp.weights is None:
+        return inp
+    from dataclasses import replace
+
+    x = cfg.cpu_offload_gb * (1 << 30)
+    w = inp.weights
+    lighter = Quantity(max(w.value - x, 0), max(w.lo - x, 0), max(w.hi - x, 0), w.source, w.line)
+    nk = inp.non_kv - Quantity.exact(x) if inp.non_kv is not None else None
+    pool = inp.pool + Quantity.exact(x) if inp.pool is not None else None
+    free = inp.oom_free + Quantity.exact(x) if inp.oom_free is not None and inp.failure == PROFILE else inp.oom_free
+    return replace(inp, weights=lighter, non_kv=nk, pool=pool, kv_tokens=None, gpu_blocks=None, kv_estimate=None,
+                   oom_free=free)
+
+
 def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
     util = cfg.gpu_memory_utilization if cfg.gpu_memory_utilization is not None else inp.util.value
     tp = cfg.tensor_parallel_size or inp.tp
@@ -118,7 +138,9 @@ def _non_kv_under(inp: MemoryInputs, tp_ratio: float, token_ratio: float) -> Qua
 
 def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None,
                 tp_ratio: float, token_ratio: float) -> Quantity | None:
-    if cfg.kv_cache_memory is not None:
+    if cfg.kv_cache_memory is not None:  # pinned: the utilization does not size the pool
+        if inp.kv_cache_memory is not None and cfg.kv_cache_memory == int(inp.kv_cache_memory.value):
+            return inp.kv_cache_memory if tp_ratio == 1 else None
         return Quantity.exact(cfg.kv_cache_memory, GIVEN)
     unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
@@ -131,6 +153,9 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
 def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
     """Every check the figures allow, under `cfg` (None: the failed start's own flags)."""
     cfg = cfg or inp.current()
+    if cfg.cpu_offload_gb:
+        inp = offloaded(inp, cfg)
+        cfg = replace_offload(cfg)
     r = resolve(inp, cfg)
     out: list[Check] = []
     for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
@@ -322,6 +347,8 @@ def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure in (SAMPLER_WARMUP, GRAPHS) and r.seq_ratio != 1:
         need = need.scale(r.seq_ratio).with_source(ESTIMATED)
     freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
+    if cfg.enforce_eager and inp.cuda_graph is not None:  # graphs captured before the failure hold this
+        freed = freed + inp.cuda_graph
     return compare(OUTSIDE, what, need, inp.oom_free + freed + _weights_freed(inp, r),
                    note="what was free plus what a smaller budget leaves; later allocations may need more")
 

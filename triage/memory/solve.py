@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from . import budget, kv
 from .checks import FAILS, FITS, Check, overall
 from .flags import apply
-from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, KV_FIT, SERVING, LOAD, NO_POOL, OUTSIDE, PROFILE, SAMPLER_WARMUP,  # noqa: F401
-                     STARTUP, Config, MemoryInputs)
+from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
+                     MemoryInputs)
 from .model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
 from .quantities import Quantity
 
@@ -172,6 +172,36 @@ def batch_tokens(inp: MemoryInputs) -> int | None:
     if b < TOKEN_STEP or b >= b0:
         return None
     return b if _ok(inp, {"--max-num-batched-tokens": str(b)}) else None
+
+
+def kv_memory(inp: MemoryInputs) -> int | None:
+    """With the pool pinned (--kv-cache-memory-bytes), the bytes that hold one max_model_len
+    request in the worst case, rounded up to a MiB."""
+    if inp.kv_cache_memory is None or not inp.max_model_len:
+        return None
+    r = resolve(inp, inp.current())
+    if r.block_bytes is None:
+        return None
+    need = kv.needed_bytes(inp.max_model_len, r.block_bytes, inp.block_size)
+    n = math.ceil(need.hi / (1 << 20)) * (1 << 20)
+    return n if _ok(inp, {"--kv-cache-memory-bytes": str(n)}) else None
+
+
+def offload_gb(inp: MemoryInputs) -> int | None:
+    """The fewest whole GiB of weights per GPU to keep in CPU RAM so no check is against the start."""
+    if inp.weights is None or inp.total is None:
+        return None
+    for x in range(1, int(inp.weights.hi / (1 << 30)) + 1):
+        if verify(inp, {"--cpu-offload-gb": str(x)}).ok:
+            return x
+    return None
+
+
+def eager_fits(inp: MemoryInputs) -> bool:
+    """Does --enforce-eager alone (no graph memory, as the log printed it) make room?"""
+    if inp.failure == GRAPHS:
+        return False  # the capture rule offers it on its own terms
+    return inp.cuda_graph is not None and verify(inp, {"--enforce-eager": ""}).ok
 
 
 def profile_len(inp: MemoryInputs) -> int | None:
