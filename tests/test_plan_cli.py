@@ -263,3 +263,18 @@ def test_a_pinned_kv_cache_memory_sizes_the_pool(tmp_path):
     code, p = plan_json("--model", qwen3, "--gpu", "L4", "--kv-cache-memory", str(2 << 30), "--max-model-len", "32768")
     assert code == 1 and p["reason"] == "kv_cache_insufficient"
     assert {"--max-model-len": str(p["max_model_len_fit"])} in [r["flags"] for r in p["remedies"]]
+
+
+def test_secrets_on_the_command_line_never_reach_the_report():
+    secret = "sk-" + "a1b2c3d4" * 4
+    for fmt in ("json", "terminal", "markdown"):
+        code, out, err = run("--format", fmt, "--gpu", "H100", "--", "vllm", "serve", LLAMA, "--api-key", secret,
+                             "--max-model-len", "8192")
+        assert code == 0 and secret not in out and "--api-key" in out
+
+
+def test_gpu_sizes_read_gb_as_gib():
+    from triage.plan.gpu import from_name, from_size
+
+    assert from_size("24GB").total_bytes == 24 << 30 == from_size("24 GiB").total_bytes
+    assert from_name("NVIDIA A100-80GB").name == "A100-80GB" and from_name("rtx 4090").name == "RTX-4090"

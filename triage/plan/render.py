@@ -77,6 +77,11 @@ def markdown(p: PlanReport) -> str:
 
 
 def render(p: PlanReport, fmt: str) -> str:
+    """Every string is redacted first: a pasted command line can carry --api-key or a token."""
+    from ..redact import redact_data
+
+    data = redact_data(p.model_dump(mode="json"))
     if fmt == "json":
-        return json.dumps(p.model_dump(mode="json"), indent=2) + "\n"
+        return json.dumps(data, indent=2) + "\n"
+    p = PlanReport.model_validate(data)
     return markdown(p) if fmt == "markdown" else terminal(p)
