@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="vllm-triage plan", allow_abbrev=False, epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="Size a vLLM launch before it runs: weights, KV cache, max_model_len and "
+                description="Size a vLLM launch before it runs: weights, KV cache, max_model_len and\n"
                             "concurrency for a model's config.json on a GPU, with vLLM's own arithmetic.")
     p.add_argument("--model", help="model folder (with config.json) or ORG/NAME in the local HF cache")
     gpu = p.add_mutually_exclusive_group()
@@ -39,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
     gpu.add_argument("--gpu", metavar="NAME", help="a card from the built-in table: H100, A100-80GB, L4, 4090, ...")
     gpu.add_argument("--nvidia-smi", metavar="FILE", help="nvidia-smi output (table or --format=csv): total and "
                                                           "free memory per GPU")
-    p.add_argument("--format", choices=FORMATS, default=None, help="report format (default: terminal)")
+    p.add_argument("-f", "--format", choices=FORMATS, default=None, help="report format (default: terminal)")
     p.add_argument("--schema", action="store_true", help="print the plan's JSON Schema and exit")
     return p
 
