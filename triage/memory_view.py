@@ -69,7 +69,10 @@ class MemoryView(FactView):
         if name not in ANSWERS:
             return None
         if name not in self._cache:
-            self._cache[name] = ANSWERS[name](self.inputs)
+            try:
+                self._cache[name] = ANSWERS[name](self.inputs)
+            except (ArithmeticError, ValueError, TypeError):  # absurd figures: no answer, like missing ones
+                self._cache[name] = None
         if self._cache[name] is not None:
             for q in (self.inputs.free, self.inputs.pool, self.inputs.kv_needed, self.inputs.oom_requested):
                 if q is not None:
@@ -97,7 +100,10 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
         if not r.flags or not numeric(r.flags):
             kept.append(r)
             continue
-        v = solve.verify(view.inputs, r.flags)
+        try:
+            v = solve.verify(view.inputs, r.flags)
+        except (ArithmeticError, ValueError, TypeError):
+            continue  # figures too absurd to check a flag against: not offered
         if v.target is None and not v.checks:
             kept.append(r)  # nothing the log gives bears on it
             continue

@@ -73,7 +73,10 @@ def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | N
         config = apply(inputs.current(), flags)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    checks = evaluate(inputs, config)
+    try:
+        checks = evaluate(inputs, config)
+    except (ArithmeticError, ValueError):
+        raise UsageError("the log's memory figures are out of any device's range; nothing to check") from None
     verdict = overall(checks) if checks else "cannot tell"
     if args.format == "json":
         stdout.write(json.dumps(_json(args.log, inputs, flags, checks, verdict), indent=2) + "\n")

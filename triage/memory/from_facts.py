@@ -9,6 +9,7 @@ rule engine.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -47,9 +48,17 @@ def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], see
     return _PHASE_FAILURE.get(phase or "")
 
 
+MAX_FIGURE = float(1 << 60)  # an exabyte or an exa-token: beyond any device; larger figures are nonsense
+
+
+def _finite(v: Any) -> bool:
+    # the bound first: a 5000-digit int compares exactly with a float but overflows isfinite()
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= MAX_FIGURE and math.isfinite(v)
+
+
 def _q(facts: Mapping[str, Any], name: str) -> Quantity | None:
     f = facts.get(name)
-    if f is None or not isinstance(f.value, (int, float)) or isinstance(f.value, bool):
+    if f is None or not _finite(f.value):
         return None
     return Quantity.printed_bytes(float(f.value), getattr(f, "line", 0))
 
@@ -57,7 +66,7 @@ def _q(facts: Mapping[str, Any], name: str) -> Quantity | None:
 def _int(facts: Mapping[str, Any], name: str) -> int | None:
     f = facts.get(name)
     v = getattr(f, "value", None)
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+    return int(v) if _finite(v) and v > 0 else None
 
 
 def _str(facts: Mapping[str, Any], name: str) -> str | None:
@@ -87,7 +96,7 @@ def _engine(facts: Mapping[str, Any]) -> str | None:
 
 def _oom(oom: Any, name: str) -> Quantity | None:
     v = getattr(oom, name, None) if oom is not None else None
-    return Quantity.printed_bytes(float(v), getattr(oom, "line", 0)) if isinstance(v, int) else None
+    return Quantity.printed_bytes(float(v), getattr(oom, "line", 0)) if _finite(v) else None
 
 
 def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
@@ -99,7 +108,7 @@ def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
     if w is not None:
         return w
     est = getattr(facts.get("weights_estimate_bytes"), "value", None)
-    if not isinstance(est, (int, float)) or est <= 0:
+    if not _finite(est) or est <= 0:
         return None
     per = est / tp
     return Quantity(per, per * 0.95, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
@@ -110,7 +119,7 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     """Everything the model needs, from the merged facts and the failing allocation."""
     util_f = facts.get("gpu_memory_utilization")
     util = (Quantity.exact(float(util_f.value), PRINTED, util_f.line)
-            if util_f is not None and isinstance(util_f.value, (int, float)) else
+            if util_f is not None and _finite(util_f.value) and 0 < util_f.value <= 1 else
             Quantity.exact(DEFAULT_UTIL, DEFAULT))
     tp = _int(facts, "tensor_parallel_size") or 1
     total = _q(facts, "gpu_total_bytes") or _oom(oom, "total")
