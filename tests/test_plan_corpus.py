@@ -118,3 +118,16 @@ def test_a_launch_the_corpus_shows_failing_does_not_fit_for_the_same_reason(stem
     assert plan.verdict == "does not fit", plan.why
     assert plan.reason in expect, (plan.reason, plan.why)
     assert plan.remedies
+
+
+POOL_LOGS = [(stem, r, fx) for stem, r, fx in KV_LOGS if r.facts.get("gpu_total_bytes")
+             and r.facts.get("gpu_memory_utilization") and not r.diagnoses]
+
+
+@pytest.mark.parametrize("stem,report,fixture", POOL_LOGS, ids=[s for s, _, _ in POOL_LOGS])
+def test_the_estimated_kv_pool_of_a_healthy_start_is_close_to_what_vllm_printed(stem, report, fixture):
+    """The estimates (activation peak, non-torch memory) are labelled as such; on real healthy
+    starts with the GPU total printed, the pool they leave is within 5% of vLLM's."""
+    f = report.facts
+    plan = _plan(fixture, _flags(f), memory=f"{f['gpu_total_bytes']}B")
+    assert plan.kv_cache_bytes == pytest.approx(f["kv_cache_bytes"], rel=0.05)

@@ -104,7 +104,8 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         weights.per_gpu_bytes -= offload
         weights.source += f", less {flags.cpu_offload_gb:g} GiB offloaded to the CPU (--cpu-offload-gb)"
     if cfg.multimodal and weights.estimated:
-        assumptions.append("multimodal: the vision/audio encoder's weights and its profile pass are not counted")
+        assumptions.append("multimodal: the vision encoder is counted from vision_config (estimated); its "
+                           "profile pass on the largest images is not")
     block = flags.block_size or DEFAULT_BLOCK
     if layout.min_block_size and (flags.block_size is None or block < layout.min_block_size):
         block = layout.min_block_size

@@ -100,6 +100,23 @@ def count(cfg: TextConfig, layer_kinds: list[str] | None = None) -> ParamCount:
     return ParamCount(vocab * hidden, 0 if tied else vocab * hidden, linear, experts)
 
 
+def encoder_params(cfg: TextConfig) -> int:
+    """A multimodal checkpoint's vision encoder (ViT-style `vision_config`) and its projector, estimated:
+    per layer 4 x hidden^2 (attention) + 2 x hidden x intermediate (MLP)."""
+    vision = cfg.top.get("vision_config") if cfg.multimodal else None
+    if not isinstance(vision, dict):
+        return 0
+    try:
+        hidden, inter = int(vision.get("hidden_size") or 0), int(vision.get("intermediate_size") or 0)
+        layers = int(vision.get("num_hidden_layers") or vision.get("depth") or 0)
+    except (TypeError, ValueError):
+        return 0
+    if not 0 < layers <= 1024:
+        return 0
+    text_hidden = cfg.number("hidden_size")
+    return layers * (4 * hidden * hidden + 2 * hidden * inter) + hidden * text_hidden + text_hidden * text_hidden
+
+
 def quant_method(cfg: TextConfig, flag: str | None) -> tuple[str | None, int | None, int]:
     """(method, weight bits, group size) from quantization_config, else the --quantization flag."""
     q = cfg.quantization()
@@ -134,7 +151,8 @@ def weights(cfg: TextConfig, files_bytes: int | None, files_source: str | None, 
     params = count(cfg, layer_kinds)
     method, bits, group = quant_method(cfg, quant_flag)
     dtype_bytes = DTYPE_BYTES[model_dtype]
-    n_params, p_source = params.total, "counted from config.json (matrices only)"
+    encoder = encoder_params(cfg)
+    n_params, p_source = params.total + encoder, "counted from config.json (matrices only)"
     if header_params and not method:
         n_params, p_source = header_params, "safetensors headers"
     if files_bytes:
@@ -153,4 +171,7 @@ def weights(cfg: TextConfig, files_bytes: int | None, files_source: str | None, 
     else:
         total, estimated = params.total * dtype_bytes, True
         source = f"estimated: {params.total:,} parameters x {dtype_bytes} B ({model_dtype})"
+    if encoder and not files_bytes:
+        total += encoder * dtype_bytes
+        source += f", plus a {encoder:,}-parameter vision encoder in {model_dtype} (from vision_config)"
     return Weights(n_params, p_source, total, -(-total // max(1, world)), source, estimated)
