@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, str] = {
     "batch": "triage.batch:batch_command",
     "explain": "triage.explain:explain_command",
     "what-if": "triage.what_if:what_if_command",
+    "plan": "triage.plan.command:plan_command",
 }
 # One line each for `vllm-triage --help` (a subcommand without one is still listed).
 SUMMARIES: dict[str, str] = {
@@ -34,6 +35,7 @@ SUMMARIES: dict[str, str] = {
     "batch": "DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
     "explain": "CAUSE: what a cause means, its signs and fixes, the rules that name it",
     "what-if": "LOG [FLAGS]: would these flags pass vLLM's memory checks, with the margins",
+    "plan": "--model PATH_OR_ID --gpu NAME [vllm serve flags]: size a launch before it runs",
     "rules": "check|test|list: validate, exercise, list the rule packs",
     "schema": "the JSON Schema of the report",
     "serve": "the HTTP backend for chat bots and CI (extra: [server])",

@@ -1,0 +1,280 @@
+"""`vllm-triage plan` end to end: exit codes, the ways to name a model and a GPU, bad input,
+the published JSON contract (schema file and snapshots), and help."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+
+import pytest
+
+from conftest import ROOT
+from triage.cli import main
+from triage.plan.schema import PlanReport, plan_json_schema
+
+CONFIGS = ROOT / "fixtures" / "configs"
+LLAMA = str(CONFIGS / "llama-3.1-8b-instruct")
+QWEN7 = str(CONFIGS / "qwen2.5-7b-instruct")
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["plan", *argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def plan_json(*argv: str) -> tuple[int, dict]:
+    code, out, err = run("--format", "json", *argv)
+    assert not err, err
+    return code, json.loads(out)
+
+
+def test_a_launch_that_fits_exits_0():
+    code, p = plan_json("--model", LLAMA, "--gpu", "H100", "--max-model-len", "32768")
+    assert code == 0 and p["fits"] is True and p["verdict"] == "fits"
+    assert p["kv_bytes_per_token"] == 131072
+    assert p["max_model_len_fit"] >= 32768 and p["max_concurrency"] > 1
+
+
+def test_weights_larger_than_the_gpu_exit_1_with_the_cause_and_remedies():
+    code, p = plan_json("--model", QWEN7, "--gpu-memory", "6GiB", "--dtype", "half")
+    assert code == 1 and p["fits"] is False and p["reason"] == "weights_exceed_memory"
+    assert any("quantized checkpoint" in r["text"] for r in p["remedies"])
+
+
+def test_kv_too_small_for_max_model_len_offers_a_verified_length():
+    code, p = plan_json("--model", LLAMA, "--gpu", "L4", "--max-model-len", "131072")
+    assert code == 1 and p["reason"] == "kv_cache_insufficient"
+    fix = next(r for r in p["remedies"] if "--max-model-len" in r["flags"])
+    assert int(fix["flags"]["--max-model-len"]) % 16 == 0 and "fits" in fix["checked"]
+    code2, p2 = plan_json("--model", LLAMA, "--gpu", "L4", "--max-model-len", fix["flags"]["--max-model-len"])
+    assert p2["checks"][-2]["verdict"] == "fits" or code2 == 0
+
+
+def test_a_whole_command_line_after_double_dash():
+    code, p = plan_json("--gpu", "A100-80GB", "--", "vllm", "serve", LLAMA, "--max-model-len", "8k", "-tp", "2",
+                        "--kv-cache-dtype", "fp8", "--served-model-name", "x")
+    assert code == 0
+    assert p["flags"]["tensor_parallel_size"] == 2 and p["flags"]["max_model_len"] == 8192
+    assert p["kv_bytes_per_token"] == 2 * 4 * 128 * 1 * 32
+    assert "--served-model-name x" in p["flags"]["ignored"]
+
+
+def test_heads_not_divisible_by_tp_do_not_fit():
+    code, p = plan_json("--model", QWEN7, "--gpu", "H100", "-tp", "8")  # 28 heads
+    assert code == 1 and p["reason"] == "parallelism_mismatch"
+
+
+def test_max_model_len_beyond_the_model_is_refused_as_vllm_does():
+    code, p = plan_json("--model", QWEN7, "--gpu", "H100", "--max-model-len", "65536")
+    assert code == 1 and p["reason"] == "invalid_arguments"
+
+
+def test_nvidia_smi_free_memory_drives_the_startup_check(tmp_path):
+    smi = tmp_path / "smi.csv"
+    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+                   "0, NVIDIA L4, 23034 MiB, 9000 MiB, 14034 MiB\n")
+    code, p = plan_json("--model", str(CONFIGS / "qwen2.5-1.5b-instruct"), "--nvidia-smi", str(smi),
+                        "--max-model-len", "8192")
+    assert code == 1 and p["reason"] == "gpu_memory_utilization_too_high"
+    assert p["gpu"]["free_bytes"] == 14034 << 20
+    fix = next(r for r in p["remedies"] if "--gpu-memory-utilization" in r["flags"])
+    assert float(fix["flags"]["--gpu-memory-utilization"]) < 0.9
+    code2, _ = plan_json("--model", str(CONFIGS / "qwen2.5-1.5b-instruct"), "--nvidia-smi", str(smi),
+                         "--max-model-len", "8192", "--gpu-memory-utilization", fix["flags"]["--gpu-memory-utilization"])
+    assert code2 == 0
+
+
+def test_a_model_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
+    snap = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "0123abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text((CONFIGS / "llama-3.2-1b-instruct" / "config.json").read_text())
+    (snap / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 2471645184}}))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    code, p = plan_json("--model", "acme/tiny", "--gpu", "A100-40GB")
+    assert code == 0 and p["weights_bytes_per_gpu"] == 2471645184
+    assert "index" in p["weights_source"]
+    code, out, err = run("--model", "acme/absent", "--gpu", "T4")
+    assert code == 2 and "not in the local Hugging Face cache" in err and err.count("\n") == 1
+
+
+def test_safetensors_headers_are_read_without_the_tensors(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text((CONFIGS / "llama-3.2-1b-instruct" / "config.json").read_text())
+    header = json.dumps({"__metadata__": {"format": "pt"},
+                         "w": {"dtype": "BF16", "shape": [1024, 1024], "data_offsets": [0, 2 << 20]},
+                         "s": {"dtype": "F32", "shape": [1024], "data_offsets": [2 << 20, (2 << 20) + 4096]}})
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header.encode())  # no tensor data
+    code, p = plan_json("--model", str(folder), "--gpu", "T4")
+    assert p["weights_bytes_per_gpu"] == (2 << 20) + 4096 and "headers" in p["weights_source"]
+    assert p["model"]["parameters"] == 1024 * 1024 + 1024
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "/nonexistent/model", "--gpu", "T4"], "neither a folder"),
+    (["--model", LLAMA, "--gpu-memory", "banana"], "not a size"),
+    (["--model", LLAMA, "--gpu", "TPU9000"], "unknown --gpu"),
+    (["--model", LLAMA], "needs the GPU"),
+    (["--gpu", "T4"], "needs a model"),
+    (["--model", LLAMA, "--gpu", "T4", "--gpu-memory-utilization", "1.5"], "out of range"),
+    (["--model", LLAMA, "--gpu", "T4", "--dtype", "int3"], "unknown --dtype"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, needle):
+    code, out, err = run(*argv)
+    assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_broken_config_is_one_line(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    code, _, err = run("--model", str(tmp_path), "--gpu", "T4")
+    assert code == 2 and "not valid JSON" in err
+    (tmp_path / "config.json").write_text("{}")
+    code, out, err = run("--format", "json", "--model", str(tmp_path), "--gpu", "T4")
+    assert code == 2 and json.loads(out)["verdict"] == "cannot tell"
+
+
+def test_published_schema_file_matches_the_model():
+    published = json.loads((ROOT / "docs" / "plan-v1.schema.json").read_text())
+    assert published == plan_json_schema()
+    assert published["properties"]["schema_version"]["default"] == 1
+    code, out, _ = run("--schema")
+    assert code == 0 and json.loads(out) == published
+
+
+SNAPSHOT_CASES = {
+    "llama8b-h100-32k": ["--model", LLAMA, "--gpu", "H100", "--max-model-len", "32768"],
+    "qwen7b-fp16-6gib": ["--model", QWEN7, "--gpu-memory", "6GiB", "--dtype", "half", "--max-model-len", "2048"],
+    "gemma3-27b-tp2-l4": ["--model", str(CONFIGS / "gemma-3-27b-it"), "--gpu", "L4", "-tp", "2"],
+    "deepseek-v3-tp8-h200": ["--model", str(CONFIGS / "deepseek-v3"), "--gpu", "H200", "-tp", "8",
+                             "--max-model-len", "65536"],
+}
+
+
+def _portable(p: dict) -> dict:
+    p["model"]["name"] = p["model"]["name"].replace(str(ROOT), "<root>")
+    p["tool"] = "vllm-triage"
+    return p
+
+
+@pytest.mark.parametrize("case", sorted(SNAPSHOT_CASES))
+def test_plan_json_snapshot(case, snapshot_json):
+    _, p = plan_json(*SNAPSHOT_CASES[case])
+    PlanReport.model_validate(p)
+    assert _portable(p) == snapshot_json
+
+
+def test_plan_terminal_snapshot(snapshot_txt):
+    _, out, _ = run(*SNAPSHOT_CASES["qwen7b-fp16-6gib"])
+    assert out.replace(str(ROOT), "<root>") == snapshot_txt
+
+
+def test_markdown_has_the_verdict_and_checks():
+    _, out, _ = run(*SNAPSHOT_CASES["llama8b-h100-32k"], "--format", "markdown")
+    assert out.startswith("## vllm-triage plan: fits") and "**Checks**" in out
+
+
+def test_help_shows_plan(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0 and "vllm-triage plan" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = capsys.readouterr().out
+    assert "--gpu-memory" in text and "Exit status: 0 fits, 1 does not fit, 2 cannot tell" in text
+
+
+@pytest.mark.parametrize("config", [
+    {"num_hidden_layers": 10 ** 12, "num_attention_heads": 8, "hidden_size": 64},
+    {"num_hidden_layers": "many", "hidden_size": [1], "num_attention_heads": {"a": 1}},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "head_dim": "x"},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "rope_scaling": {"type": "yarn", "factor": "x"},
+     "max_position_embeddings": 10},
+    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "mlp_only_layers": 5, "num_experts": 2,
+     "layer_types": [1, None], "text_config": "not a dict", "quantization_config": [1]},
+    [1, 2, 3],
+])
+def test_hostile_configs_give_a_report_or_one_line(tmp_path, config):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, err = run("--model", str(tmp_path), "--gpu-memory", "24GiB")
+    assert code in (0, 1, 2) and "Traceback" not in err and "internal error" not in err
+    assert out or err.count("\n") == 1
+
+
+def test_a_broken_safetensors_header_falls_back_to_counting(tmp_path):
+    (tmp_path / "config.json").write_text((CONFIGS / "llama-3.2-1b-instruct" / "config.json").read_text())
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", 1 << 60) + b"{}")
+    code, p = plan_json("--model", str(tmp_path), "--gpu", "A100-40GB")
+    assert code == 0 and p["weights_source"].startswith("estimated")
+    assert any("could not be read" in n for n in p["notes"])
+
+
+def test_the_readme_example_is_what_the_tool_prints():
+    readme = (ROOT / "README.md").read_text()
+    code, out, _ = run("--gpu", "L4", "--", "vllm", "serve", str(CONFIGS / "llama-3.1-8b-instruct"))
+    assert code == 1
+    for line in ("DOES NOT FIT [kv_cache_insufficient]", "KV cache         4.12 GiB -> 33,776 tokens",
+                 "--max-model-len 25872: the longest length", "--kv-cache-dtype fp8 with --max-model-len 51744"):
+        assert line in out and line in readme
+
+
+SMI_TABLE = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.133.20             Driver Version: 570.133.20     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
+| N/A   36C    P0            118W /  700W |   30001MiB /  81559MiB |     41%      Default |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                    0 |
+| N/A   31C    P0             70W /  700W |       1MiB /  81559MiB |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|    0   N/A  N/A            4242      C   python3                                30000MiB |
++-----------------------------------------------------------------------------------------+
+"""
+
+
+def test_an_nvidia_smi_table_with_another_process_is_foreign_memory(tmp_path):
+    smi = tmp_path / "smi.txt"
+    smi.write_text(SMI_TABLE)
+    code, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "-tp", "2", "--max-model-len", "32768")
+    assert code == 1 and p["reason"] == "foreign_gpu_processes"
+    assert p["gpu"]["free_bytes"] == (81559 - 30001) << 20 and p["gpu"]["other_processes_bytes"] == 30000 << 20
+    assert any("in use before vLLM starts" in r["text"] for r in p["remedies"])
+    code, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "-tp", "4")
+    assert code == 1 and p["reason"] == "parallelism_mismatch"  # 4 GPUs asked, 2 listed
+
+
+def test_a_pinned_kv_cache_memory_sizes_the_pool(tmp_path):
+    qwen3 = str(CONFIGS / "qwen3-4b")
+    code, p = plan_json("--model", qwen3, "--gpu", "L4", "--kv-cache-memory", "2GiB", "--max-model-len", "8192")
+    assert code == 0 and p["kv_cache_bytes"] == 2 << 30
+    assert p["kv_tokens"] == (2 << 30) // (147456 * 16) * 16
+    code, p = plan_json("--model", qwen3, "--gpu", "L4", "--kv-cache-memory", str(2 << 30), "--max-model-len", "32768")
+    assert code == 1 and p["reason"] == "kv_cache_insufficient"
+    assert {"--max-model-len": str(p["max_model_len_fit"])} in [r["flags"] for r in p["remedies"]]
+
+
+def test_secrets_on_the_command_line_never_reach_the_report():
+    secret = "sk-" + "a1b2c3d4" * 4
+    for fmt in ("json", "terminal", "markdown"):
+        code, out, err = run("--format", fmt, "--gpu", "H100", "--", "vllm", "serve", LLAMA, "--api-key", secret,
+                             "--max-model-len", "8192")
+        assert code == 0 and secret not in out and "--api-key" in out
+
+
+def test_gpu_sizes_read_gb_as_gib():
+    from triage.plan.gpu import from_name, from_size
+
+    assert from_size("24GB").total_bytes == 24 << 30 == from_size("24 GiB").total_bytes
+    assert from_name("NVIDIA A100-80GB").name == "A100-80GB" and from_name("rtx 4090").name == "RTX-4090"
