@@ -40,7 +40,7 @@ APPS: dict = {}  # port -> the app, for tests that look at its worker processes
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
     from triage.serve.answer import analyse_bytes
 
-    if data.startswith(HANG) or data.startswith(b"text=HANG"):
+    if data.startswith(b"HANG"):
         threading.Event().wait()  # until the pool kills this process
     return analyse_bytes(data, name, fmt, rules, limit)
 
@@ -185,3 +185,15 @@ def children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             out.append(int(stat.parent.name))
     return out
+
+
+def idle(port: int) -> bool:
+    """Every slot free and every worker (successors of killed ones too) ready: the server is at rest."""
+    svc = service(port)
+    return wait_for(lambda: svc.slots.taken == 0 and not svc.pool.busy_pids()) and svc.pool.wait_all_ready(120)
+
+
+def analysing(port: int) -> bool:
+    """A slot is taken and its worker is busy (what a HANG request looks like once it runs)."""
+    svc = service(port)
+    return wait_for(lambda: svc.slots.taken > 0 and bool(svc.pool.busy_pids()))

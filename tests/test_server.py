@@ -30,7 +30,7 @@ from triage.serve.slack import slack_unescape, verify_slack  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
-    APPS, HANG, LOG, SLACK_SECRET, TOKEN, alive, call, children, expected_ids, multipart, post, raw,
+    APPS, HANG, LOG, analysing, idle, SLACK_SECRET, TOKEN, alive, call, children, expected_ids, multipart, post, raw,
     read_status, running, signed, slack_call, slash, wait_for,
 )
 
@@ -274,12 +274,11 @@ def test_busy_server_answers_503_then_recovers():
         pool = APPS[p].state.service.pool
         hung = raw(p, f"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
                       f"Content-Length: {len(HANG)}\r\n\r\n", HANG)
-        assert wait_for(pool.busy_pids)  # the only slot is analysing
+        assert analysing(p)  # the only slot is analysing
         busy = post(p, LOG)
         assert busy.status == 503 and busy.headers.get("retry-after") and "busy" in busy.json()["error"]
         hung.close()  # the client goes away: its worker is killed and its slot freed
-        assert wait_for(lambda: not pool.busy_pids())
-        assert pool.wait_all_ready(120)
+        assert idle(p)
         assert post(p, LOG).status == 200
 
 
@@ -300,7 +299,7 @@ def test_a_timed_out_analysis_is_killed_not_left_running():
         assert post(p, HANG + LOG).status == 504
         assert wait_for(lambda: pool.pids() not in ([], [before]))  # killed and replaced
         assert wait_for(lambda: not alive(before))
-        assert pool.wait_all_ready(120)  # the successor has loaded its rules: an event, not a stopwatch
+        assert idle(p)  # the successor has loaded its rules: an event, not a stopwatch
         assert post(p, LOG).status == 200
 
 
@@ -314,7 +313,7 @@ def test_a_worker_that_dies_is_replaced():
         answer: list = []
         thread = threading.Thread(target=lambda: answer.append(post(p, HANG + LOG)))
         thread.start()
-        assert wait_for(pool.busy_pids)  # the worker is analysing
+        assert analysing(p)  # the worker is analysing
         (busy,) = pool.busy_pids()
         os.kill(busy, signal.SIGKILL)
         thread.join(120)

@@ -143,6 +143,12 @@ class GuardedH11Protocol(H11Protocol):
         self._arm(self.guard.drain_seconds, self._real.close)
         return True
 
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse: the same `{"error"}` answer as every other refusal."""
+        self._disarm()
+        self._real.write(raw_json_response(400, "Bad Request", "invalid HTTP request"))
+        self._real.close()
+
     def _header_timeout(self) -> None:
         self._timer = None
         if self.conn.their_state is h11.IDLE and not self._real.is_closing() and not self.draining:

@@ -29,6 +29,24 @@ class _Cancelled(Exception):
     """The request that wanted the work gave up before a worker took it."""
 
 
+class Slots:
+    """At most `size` analyses at once; `taken` says how many run (for operators and tests)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.taken, self._lock = size, 0, threading.Lock()
+
+    def acquire(self) -> bool:
+        with self._lock:
+            if self.taken >= self.size:
+                return False
+            self.taken += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.taken -= 1
+
+
 class Job:
     """One unit of parse work; it holds a concurrency slot until the work has really stopped.
 
@@ -37,7 +55,7 @@ class Job:
     bound counts work, not requests.
     """
 
-    def __init__(self, slots: threading.BoundedSemaphore) -> None:
+    def __init__(self, slots: Slots) -> None:
         self.cancel, self._slots, self._lock, self._state = threading.Event(), slots, threading.Lock(), "waiting"
 
     def run(self, fn: Callable[[threading.Event], Any]) -> Any:
@@ -71,7 +89,7 @@ class Service:
     def __init__(self, config: ServerConfig, pool: WorkerPool | None = None) -> None:
         self.config = config
         self.rules = load_rules(config.extra_rules)
-        self.slots = threading.BoundedSemaphore(config.max_concurrency)
+        self.slots = Slots(config.max_concurrency)
         self.pool = pool or WorkerPool(config.max_concurrency, config.extra_rules)  # one process per slot
         self.receiving = 0  # request bodies arriving right now (for operators and tests)
 
@@ -79,7 +97,7 @@ class Service:
         self.pool.close()
 
     def take_slot(self) -> Job:
-        if not self.slots.acquire(blocking=False):
+        if not self.slots.acquire():
             raise ApiError(503, f"busy: {self.config.max_concurrency} analyses are running; retry shortly",
                            {"Retry-After": "2"})
         return Job(self.slots)

@@ -147,20 +147,21 @@ class WorkerPool:
         raise InternalError(value)
 
     def _ask(self, worker: _Worker, request: tuple, cancel: threading.Event) -> tuple[str, Any]:
+        """Send one request and wait for its answer; a cancelled or dead worker is replaced."""
+        error: Exception = Cancelled()
         with self._lock:
             self._busy.add(worker)
         try:
             worker.conn.send(request)
-            while not worker.conn.poll(POLL_SECONDS):
-                if cancel.is_set():
-                    raise _Replaced(self._replace(worker), Cancelled())
-            return worker.conn.recv()
+            while not cancel.is_set():
+                if worker.conn.poll(POLL_SECONDS):
+                    return worker.conn.recv()
         except (EOFError, OSError):
-            died = WorkerDied("the analysis worker process ended before it answered")
-            raise _Replaced(self._replace(worker), died) from None
+            error = WorkerDied("the analysis worker process ended before it answered")
         finally:
             with self._lock:
-                self._busy.discard(worker)
+                self._busy.discard(worker)  # before the kill: busy_pids never lists a dying worker
+        raise _Replaced(self._replace(worker), error)
 
     def pids(self) -> list[int]:
         """The worker processes' PIDs (for tests and operators)."""
