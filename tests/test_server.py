@@ -369,6 +369,11 @@ def test_serve_command_end_to_end():
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)", lines[-1]).group(1))
         assert call(port, "GET", "/healthz").json()["status"] == "ok"
         assert post(port, SECRET_LOG, path=f"/v1/triage?x={HF}").status == 200
+        # parser bombs: 400s, and the parsers' own complaints stay out of stderr
+        body, ctype = multipart({"file": ("a.log", b"INFO x\n")}, boundary="b" * 300)
+        assert post(port, body, ctype).status == 400
+        assert post(port, b"garbage, not multipart", "multipart/form-data; boundary=B").status == 400
+        assert post(port, b"[" * 5000 + b"]" * 5000, "application/json").status == 400
         workers = children(proc.pid)
         assert len(workers) >= 4  # one worker process per slot (and multiprocessing's helper)
         proc.send_signal(signal.SIGINT)  # Ctrl-C: the server stops, and its workers with it
@@ -381,3 +386,6 @@ def test_serve_command_end_to_end():
             proc.communicate(timeout=10)
     logged = "".join(lines) + err
     assert "POST /v1/triage 200" in logged and "x=" not in logged and HF not in logged
+    assert "POST /v1/triage 400" in logged and "Traceback" not in logged
+    for line in logged.splitlines():  # every line is the server's: its start lines or its log format
+        assert line.startswith("vllm-triage: ") or re.match(r"\d{4}-\d\d-\d\d [\d:,]+ vllm-triage [A-Z]+ ", line), line
