@@ -81,6 +81,7 @@ def server():
 @pytest.fixture()
 def page(browser, server):
     context = browser.new_context()
+    context.set_default_timeout(120_000)  # a bound for a loaded machine, not a speed requirement
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
     elsewhere: list[str] = []
     problems: list[str] = []
