@@ -16,6 +16,7 @@ import selectors
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -127,10 +128,11 @@ def test_a_refused_body_is_drained_so_the_client_reads_the_413(port, connection)
 
 # ---- 1. a connection flood under a low open-files limit ---------------------------------------------
 
-def _limit_fds(soft: int):
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-    return apply
+def _with_fd_limit(soft: int, argv: list[str]) -> list[str]:
+    """argv run under `ulimit -n soft` (set in the child before exec: no preexec_fn in a threaded parent)."""
+    code = ("import os, resource, sys; r = resource.RLIMIT_NOFILE; "
+            f"resource.setrlimit(r, ({soft}, resource.getrlimit(r)[1])); os.execv(sys.executable, sys.argv[1:])")
+    return [sys.executable, "-c", code, sys.executable, *argv]
 
 
 def _read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
@@ -141,8 +143,8 @@ def _read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ)
     open_ = set(socks)
-    deadline = __import__("time").monotonic() + seconds
-    while open_ and __import__("time").monotonic() < deadline:
+    deadline = time.monotonic() + seconds
+    while open_ and time.monotonic() < deadline:
         for key, _ in sel.select(timeout=1):
             s = key.fileobj
             try:
@@ -164,9 +166,10 @@ def test_a_connection_flood_under_ulimit_1024_is_capped_and_timed_out():
         pytest.skip(f"this test opens 1100 connections and needs an open-files hard limit of 1400 (it is {hard})")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TRIAGE_TOKEN", "SLACK_SIGNING_SECRET")}
-    proc = subprocess.Popen([sys.executable, "-m", "triage", "serve", "--port", "0", "--max-concurrency", "1",
-                             "--header-timeout", "2", "--no-access-log"], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_limit_fds(1024))
+    argv = ["-m", "triage", "serve", "--port", "0", "--max-concurrency", "1", "--header-timeout", "2",
+            "--no-access-log"]
+    proc = subprocess.Popen(_with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     socks: list[socket.socket] = []
     try:
         first = [proc.stderr.readline() for _ in range(3)]
