@@ -11,7 +11,7 @@ import time
 from typing import IO
 
 from ..errors import UsageError
-from .limits import DRAIN_BYTES, ServerConfig, connection_cap
+from .limits import DRAIN_BYTES, ServerConfig, accept_backlog, connection_cap
 
 EXTRA_MISSING = "the server needs the [server] extra: pip install 'vllm-triage[server]'"
 LOG_FORMAT = "%(asctime)s vllm-triage %(levelname)s %(message)s"
@@ -112,10 +112,12 @@ def uvicorn_config(app, config: ServerConfig):
 
     from .protocol import ConnectionGuard, protocol_for
 
-    cap = connection_cap(config.max_connections, config.max_concurrency, fd_soft_limit())
+    fds = fd_soft_limit()
+    cap = connection_cap(config.max_connections, config.max_concurrency, fds)
     guard = ConnectionGuard(cap, config.header_timeout, DRAIN_BYTES, config.timeout)
     return uvicorn.Config(app, http=protocol_for(guard), access_log=False, server_header=False, log_config=None,
-                          log_level="warning", timeout_keep_alive=5, lifespan="on"), cap
+                          log_level="warning", timeout_keep_alive=5, lifespan="on",
+                          backlog=accept_backlog(fds)), cap
 
 
 def serve_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
@@ -170,21 +172,25 @@ def _say_started(stderr: IO[str], config: ServerConfig, host: str, port: int, ca
 
 
 class _OneLine(logging.Filter):
-    """asyncio's "accept() out of system resource" as one line a minute, without a traceback each time."""
+    """asyncio's complaints as one line each, without a traceback; running out of file
+    descriptors at most once a minute (it would otherwise be logged for every accept)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._last = -60.0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if "out of system resource" not in str(record.msg):
-            return True
-        now = time.monotonic()
-        if now - self._last < 60:
-            return False
-        self._last = now
-        record.msg, record.args, record.exc_info, record.exc_text = (
-            "accept() failed: out of file descriptors (raise `ulimit -n` or lower --max-connections)", None, None, None)
+        text = record.getMessage()
+        if "out of system resource" in text:
+            now = time.monotonic()
+            if now - self._last < 60:
+                return False
+            self._last = now
+            text = "accept() failed: out of file descriptors (raise `ulimit -n` or lower --max-connections)"
+        elif record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text = f"{text.splitlines()[0][:200]}: {type(exc).__name__}: {str(exc)[:200]}"
+        record.msg, record.args, record.exc_info, record.exc_text = text.splitlines()[0], None, None, None
         return True
 
 

@@ -45,9 +45,19 @@ def too_large(limit: int) -> ApiError:
     return ApiError(413, f"the body is larger than the limit of {limit / (1 << 20):g} MiB ({limit} bytes)")
 
 
+def accept_backlog(fd_soft_limit: int | None) -> int:
+    """The listen queue, which is also how many connections asyncio accepts in one burst."""
+    if fd_soft_limit is None or fd_soft_limit <= 0:
+        return 2048
+    return max(16, min(2048, fd_soft_limit // 8))
+
+
 def connection_cap(wanted: int, concurrency: int, fd_soft_limit: int | None) -> int:
-    """Connections the process can hold without running out of file descriptors."""
+    """Connections the process can hold without running out of file descriptors.
+
+    asyncio accepts up to a backlog of connections before any is seen (and refused above
+    the cap), so a burst's worth of descriptors is kept free as well."""
     if fd_soft_limit is None or fd_soft_limit <= 0:
         return wanted
-    room = fd_soft_limit - FD_RESERVE - FD_PER_WORKER * concurrency
+    room = fd_soft_limit - FD_RESERVE - FD_PER_WORKER * concurrency - accept_backlog(fd_soft_limit)
     return max(8, min(wanted, room))
