@@ -7,7 +7,8 @@
 # It listens on 0.0.0.0, so it refuses to start without VLLM_TRIAGE_TOKEN (the bearer token
 # callers must send); add `--insecure-no-auth` to the command only behind your own auth.
 # Limits: VLLM_TRIAGE_MAX_BYTES, VLLM_TRIAGE_MAX_CONCURRENCY (worker processes, about one
-# per core, ~50 MiB each), VLLM_TRIAGE_TIMEOUT.
+# per core, ~50 MiB each), VLLM_TRIAGE_TIMEOUT, VLLM_TRIAGE_HEADER_TIMEOUT,
+# VLLM_TRIAGE_MAX_CONNECTIONS. Kubernetes manifests: deploy/.
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
