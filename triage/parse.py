@@ -18,6 +18,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, VisitError
 
 from . import events as ev
 from .lines import Line
+from .periodic import metrics_item
 from .transform import TRANSFORMER
 
 # Start rules, one per message family; the Transformer turns each into events.
@@ -325,6 +326,9 @@ def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     text = normalise(line.text)
     if not text:
         return [], False
+    quick = metrics_item(text)  # the periodic metrics line: one pattern, the grammar's event
+    if quick is not None:
+        return [_build(quick, line, False)], False
     names = anchor_groups()[1]
     tries: dict[str, list[int]] = {}
     pos, found = 0, 0
