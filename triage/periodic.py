@@ -38,11 +38,15 @@ _METRICS = re.compile(
     rf"(?:Engine \d+: )?(?P<head>{re.escape(METRICS_WORD)}) {_NUM} tokens/s"
     rf"(?:, (?:{'|'.join(map(re.escape, _FIELDS))}): {_NUM} ?(?:tokens/s|reqs|%))*\.?")
 
+_HTTP_CODE = re.compile(r"(?<![0-9])40[13](?![0-9])")
+
 
 def metrics_item(text: str) -> dict | None:
     """The transformer's item for a normalised line that is exactly a metrics line, else None."""
     m = _METRICS.fullmatch(text)
-    return {"kind": "ready", "what": m["head"]} if m else None
+    if m is None or _HTTP_CODE.search(text):  # a 401/403 figure: the grammar tries its HTTP rule there
+        return None
+    return {"kind": "ready", "what": m["head"]}
 
 
 # vLLM's own header on raw bytes, no colours: `(APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] `
