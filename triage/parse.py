@@ -319,8 +319,28 @@ def parse_line(line: Line) -> list[ev.Event]:
     return parse_line_detail(line)[0]
 
 
+# Texts parsed lately and what they gave: a restart loop prints the same startup again and
+# again, and tracebacks repeat their frames; an event depends on its line only through the
+# line's number, origin and pid (`_build`), which a copy takes from the new line.
+_SEEN: dict[str, tuple[list[ev.Event], bool]] = {}
+MAX_SEEN, MAX_SEEN_CHARS = 2048, 2000
+
+
 def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
+    seen = _SEEN.get(line.text)
+    if seen is not None:
+        where = {"line": line.no, "origin": line.origin, "pid": line.pid}
+        return [e.model_copy(update=where) for e in seen[0]], seen[1]
+    out = _parse_line_detail(line)
+    if len(line.text) <= MAX_SEEN_CHARS:
+        if len(_SEEN) >= MAX_SEEN:
+            _SEEN.clear()
+        _SEEN[line.text] = out
+    return out
+
+
+def _parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     if _SOURCE_CODE.match(line.text) and not _RPC.search(line.text):
         return [], False  # a traceback quoting source (`raise ValueError("No available memory ...`) states nothing
     text = normalise(line.text)
