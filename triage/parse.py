@@ -84,13 +84,9 @@ def _skip_root_lexer(lark: Lark) -> None:
 
 
 def _cache_path() -> str | bool:
-    import os
+    from .cache import grammar_cache
 
-    from . import __version__
-    from .cache import cache_dir
-
-    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
-    return os.path.join(base, f"vllm_log-{__version__}.lark.cache") if base else False
+    return grammar_cache("vllm_log.lark")  # named by the grammar's content
 
 
 @lru_cache(maxsize=1)

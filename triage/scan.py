@@ -41,12 +41,39 @@ class _Hyperscan:
     def __init__(self, words: list[bytes]) -> None:
         import hyperscan
 
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        exprs = [b"".join(b"%c" % c if chr(c).isalnum() else b"\\x%02x" % c for c in w) for w in words]
-        self._db.compile(expressions=exprs, ids=list(range(len(words))), elements=len(words))
         self._sizes = [len(w) for w in words]
         self._make_scratch = hyperscan.Scratch
         self._local = threading.local()  # scratch space serves one scan at a time: one per thread
+        self._db = self._cached(hyperscan, words) or self._compile(hyperscan, words)
+
+    def _compile(self, hyperscan, words: list[bytes]):
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        exprs = [b"".join(b"%c" % c if chr(c).isalnum() else b"\\x%02x" % c for c in w) for w in words]
+        db.compile(expressions=exprs, ids=list(range(len(words))), elements=len(words))
+        from . import cache
+
+        try:
+            cache.save(_db_name(hyperscan, words), hyperscan.dumpb(db))
+        except Exception:  # noqa: BLE001 - a database that cannot be saved is compiled again next run
+            pass
+        return db
+
+    def _cached(self, hyperscan, words: list[bytes]):
+        """The database compiled by an earlier run (compiling costs ~60 ms), if it loads and finds
+        every word (a database from another CPU or library version is refused or rebuilt)."""
+        from . import cache
+
+        blob = cache.load(_db_name(hyperscan, words))
+        if not isinstance(blob, bytes):
+            return None
+        try:
+            self._db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+            found = {i for _, i in self.hits(b"\n".join(words))}
+        except Exception:  # noqa: BLE001 - damaged or foreign: compile afresh
+            return None
+        finally:
+            self._local = threading.local()
+        return self._db if found == set(range(len(words))) else None
 
     def hits(self, data: bytes) -> list[tuple[int, int]]:
         """(start offset, word index) of every match, overlapping ones included, by end offset."""
@@ -58,6 +85,16 @@ class _Hyperscan:
         self._db.scan(data, match_event_handler=lambda i, _start, end, _flags, _ctx: add((end - sizes[i], i)),
                       scratch=scratch)
         return out
+
+
+def _db_name(hyperscan, words: list[bytes]) -> str:
+    """The cache file of the database for these words, this library and this machine."""
+    import hashlib
+    import platform
+
+    key = hashlib.sha256(b"\0".join([*words, str(getattr(hyperscan, "__version__", "")).encode(),
+                                       platform.machine().encode()])).hexdigest()[:20]
+    return f"hyperscan-{key}.db"
 
 
 class _AhoCorasick:
