@@ -69,13 +69,13 @@ class Periodic:
         """REQUEST for a request-logger line whose header holds no word (drop it); for a metrics
         line holding no other word, the key of its run (origin, level and source); else None.
 
-        `hits` are the (offset, word index) of the words found in chunk[start:end]."""
+        `hits` are the (offset, word index) of the words found in chunk[start:end], by offset."""
         if chunk.startswith(b"(", start) or chunk.startswith((b"INFO ", b"DEBUG ", b"WARNING "), start):
             if len(hits) == 1 and hits[0][1] == self.metrics_id:
                 m = _METRICS_RAW.match(chunk, start, end)
                 if m is not None and m.end() == end:
                     return b"%s|%s|%s" % (m["origin"] or b"", m["level"], m["source"])
             m = _REQUEST.match(chunk, start, end)
-            if m is not None and min(off for off, _ in hits) >= m.end():
+            if m is not None and hits[0][0] >= m.end():  # hits come by offset
                 return REQUEST
         return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import os
+from bisect import bisect_left, bisect_right
 import threading
 from collections.abc import Iterable, Iterator
 from itertools import chain
@@ -342,7 +343,9 @@ class _Scanner:
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
         """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
-        spots = sorted((off, i) for off, i in self.m.hits(chunk) if start <= off <= last)
+        spots = self.m.hits(chunk)
+        spots.sort()
+        spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
             spots = sorted(spots + [(off, -1) for off in self._long_lines(chunk, start, last)])
         pos, k, n = start, 0, len(spots)
