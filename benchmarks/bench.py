@@ -84,27 +84,31 @@ def default_install() -> list[str]:
     return [str(VENV / "bin" / "vllm-triage")]
 
 
-def _measure(cmd: list[str]) -> tuple[float, int, str, int]:
-    """Wall seconds, peak RSS (KiB), stdout and exit code of one run of `cmd`."""
+def _measure(cmd: list[str]) -> tuple[float, int, str, int, float]:
+    """Wall seconds, peak RSS (KiB), stdout, exit code and CPU seconds of one run of `cmd`
+    (CPU time moves less than wall time with the machine's load)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     if os.path.exists("/usr/bin/time"):
-        t0 = time.perf_counter()
         p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env=CHILD_ENV)
-        wall = time.perf_counter() - t0
         last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "0"
-        return wall, int(last) if last.isdigit() else 0, p.stdout, p.returncode
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+        rss = int(last) if last.isdigit() else 0
+    else:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     wall = time.perf_counter() - t0
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.stdout, p.returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, rss, p.stdout, p.returncode, cpu
 
 
-def _best(cmd: list[str], runs: int) -> tuple[float, int, str, int]:
-    best, rss, out, rc = float("inf"), 0, "", 0
+def _best(cmd: list[str], runs: int) -> tuple[float, int, str, int, float]:
+    best, rss, out, rc, cpu = float("inf"), 0, "", 0, float("inf")
     for _ in range(runs):
-        wall, r, out, rc = _measure(cmd)
-        best, rss = min(best, wall), max(rss, r)
-    return best, rss, out, rc
+        wall, r, out, rc, c = _measure(cmd)
+        best, rss, cpu = min(best, wall), max(rss, r), min(cpu, c)
+    return best, rss, out, rc, cpu
 
 
 def _grep_time(path: Path) -> float:
@@ -135,7 +139,7 @@ def bench_log(cli: list[str], name: str, keep: bool, runs: int, problems: list[s
     with open(path, "rb") as fh:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
     grep = _grep_time(path)
-    best, rss, out, rc = _best([*cli, "--format", "json", str(path)], runs)
+    best, rss, out, rc, cpu = _best([*cli, "--format", "json", str(path)], runs)
     try:
         report = json.loads(out)
     except ValueError:
@@ -148,13 +152,13 @@ def bench_log(cli: list[str], name: str, keep: bool, runs: int, problems: list[s
     if name.startswith(SERVING):
         short = OUT / "serve-short.log"
         logs.write_short(short)
-        _, _, sout, _ = _measure([*cli, "--format", "json", str(short)])
+        sout = _measure([*cli, "--format", "json", str(short)])[2]
         theirs = _diagnosis(json.loads(sout))
         same = "yes" if theirs == diag else f"NO ({theirs})"
         if theirs != diag:
             problems.append(f"{name}: diagnosis {diag} differs from the startup+failure log's {theirs}")
     return (name, nbytes / MB, lines, best, nbytes / MB / best, rss / 1024, len(out) / 1024, grep, best / grep,
-            f"{diag[0]}/{diag[1]}", same)
+            f"{diag[0]}/{diag[1]}", same, cpu)
 
 
 def bench_batch(cli: list[str], runs: int) -> tuple:
@@ -188,6 +192,8 @@ def bench_startup(cli: list[str], python: str, runs: int) -> list[str]:
     runs = max(runs, 5)
     bare = min(_measure([python, "-c", "pass"])[0] for _ in range(runs))
     tool = min(_measure([*cli, "--format", "json", str(SMALL)])[0] for _ in range(runs))
+    tool_cpu = min(_measure([*cli, "--format", "json", str(SMALL)])[4] for _ in range(runs))
+    bare_cpu = min(_measure([python, "-c", "pass"])[4] for _ in range(runs))
     phases: dict[str, float] = {}
     for _ in range(runs):
         p = subprocess.run([python, str(ROOT / "benchmarks" / "startup.py"), str(SMALL)], stdout=subprocess.PIPE,
@@ -196,18 +202,19 @@ def bench_startup(cli: list[str], python: str, runs: int) -> list[str]:
         if not phases or got["total"] < phases["total"]:
             phases = got
     return [f"start-up, {SMALL.name} ({SMALL.stat().st_size / 1000:.1f} kB), best of {runs}:",
-            f"  python -c pass {bare * 1000:.0f} ms; vllm-triage {tool * 1000:.0f} ms = x{tool / bare:.1f}",
+            f"  python -c pass {bare * 1000:.0f} ms; vllm-triage {tool * 1000:.0f} ms = x{tool / bare:.1f} "
+            f"(CPU: {bare_cpu * 1000:.0f} ms, {tool_cpu * 1000:.0f} ms = x{tool_cpu / max(bare_cpu, 1e-3):.1f})",
             "  in process (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in phases.items())]
 
 
 def _table(rows: list[tuple]) -> list[str]:
-    header = ("log", "MB", "lines", "wall s", "MB/s", "RSS MiB", "JSON KB", "grep s", "x grep", "outcome/cause",
-              "same as short")
-    fmt = "{:<15} {:>7} {:>9} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7}  {:<32} {}"
+    header = ("log", "MB", "lines", "wall s", "cpu s", "MB/s", "RSS MiB", "JSON KB", "grep s", "x grep",
+              "outcome/cause", "same as short")
+    fmt = "{:<15} {:>6} {:>8} {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6}  {:<30} {}"
     out = [fmt.format(*header)]
     for r in rows:
-        out.append(fmt.format(r[0], f"{r[1]:.1f}", r[2], f"{r[3]:.3f}", f"{r[4]:.0f}", f"{r[5]:.1f}",
-                              f"{r[6]:.1f}", f"{r[7]:.3f}", f"{r[8]:.1f}", r[9], r[10]))
+        out.append(fmt.format(r[0], f"{r[1]:.1f}", r[2], f"{r[3]:.2f}", f"{r[11]:.2f}", f"{r[4]:.0f}",
+                              f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.3f}", f"{r[8]:.1f}", r[9], r[10]))
     return out
 
 
@@ -247,7 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli", default="default",
                     help="'default' (pip install . into benchmarks/out/venv-default), 'dev' (python -m triage "
                          "with this interpreter), or the path of a vllm-triage executable")
+    ap.add_argument("--matcher", choices=("hyperscan", "ahocorasick", "python"),
+                    help="force one search engine (VLLM_TRIAGE_MATCHER), e.g. the pure-Python fallback")
     args = ap.parse_args(argv)
+    if args.matcher:
+        CHILD_ENV["VLLM_TRIAGE_MATCHER"] = args.matcher
     names = [n.strip() for n in args.logs.split(",") if n.strip()]
     unknown = [n for n in names if n not in LOGS]
     if unknown:
