@@ -91,3 +91,12 @@ def grammar_cache(grammar: str) -> str | bool:
     digest = hashlib.sha256(text).hexdigest()[:16]
     return os.path.join(base, f"{grammar.rsplit('.', 1)[0]}-{__version__}-{digest}.lark.cache")
 
+
+def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
+    """A cache file name for something built from these parts on this machine (a compiled
+    scanner database is specific to the CPU and the library that built it)."""
+    import platform
+
+    digest = hashlib.sha256(b"\0".join([*parts, platform.machine().encode()])).hexdigest()[:20]
+    return f"{kind}-{__version__}-{digest}{suffix}"
+

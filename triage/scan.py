@@ -89,13 +89,9 @@ class _Hyperscan:
 
 
 def _db_name(hyperscan, words: list[bytes]) -> str:
-    """The cache file of the database for these words, this library and this machine."""
-    import hashlib
-    import platform
+    from .cache import content_name
 
-    key = hashlib.sha256(b"\0".join([*words, str(getattr(hyperscan, "__version__", "")).encode(),
-                                       platform.machine().encode()])).hexdigest()[:20]
-    return f"hyperscan-{key}.db"
+    return content_name("hyperscan", [*words, str(getattr(hyperscan, "__version__", "")).encode()], ".db")
 
 
 class _AhoCorasick:
