@@ -1,25 +1,33 @@
-"""Throughput, memory and start-up benchmark of the `vllm-triage` CLI on generated logs.
+"""Throughput, memory, report size and start-up of the `vllm-triage` CLI as `pip install .` gives it.
 
-    python benchmarks/bench.py                          # every log below, generated afresh
-    python benchmarks/bench.py --sizes startup-2MB,serve-200MB --keep
-    python benchmarks/bench.py --sizes serve-1GB --keep --runs 1
+    python benchmarks/bench.py                               # every log below but serve-1GB
+    python benchmarks/bench.py --logs startup-2MB,longserve-200MB --keep
+    python benchmarks/bench.py --logs serve-1GB --keep --runs 1
+    python benchmarks/bench.py --cli dev                     # this interpreter's `python -m triage`
 
-Logs (written under benchmarks/out/, which is git-ignored):
+The CLI measured is the default install: a virtual environment under benchmarks/out/
+(git-ignored) into which this checkout is installed with `pip install .`, no extras, as a
+user gets it (refreshed on each run; `--cli PATH` names another `vllm-triage`). Logs
+(generated under benchmarks/out/, seeded; `--keep` reuses them):
 
-  startup-2MB    a TP=8 V1 startup (NCCL_DEBUG=INFO chatter, warnings, progress bars) that
-                 fails at KV-cache allocation: the whole-process start-up cost case
-  serve-200MB    a healthy startup, then hours of serving WITH request logging
-                 ("Received request ...: prompt: ..., params: SamplingParams(...)",
-                 "Added request ...", access lines, metrics every 10 s, request-level
-                 ERROR tracebacks now and then), then the engine dies of a CUDA OOM
-  access-200MB   the same without request logging: access and metric lines only
-  serve-1GB      serve-200MB at 1 GiB
+  startup-2MB      a TP=8 startup (NCCL chatter, warnings, progress bars) failing at KV-cache allocation
+  serve-200MB      a startup, hours of serving with request logging (25 requests/s, access lines,
+                   metrics every 10 s, request-level tracebacks), then the engine dies of a CUDA OOM
+  access-200MB     the same without request logging
+  serve-1GB        serve-200MB at 1 GiB (not in the default set)
+  longserve-200MB  ~35 h at ~2 requests/s: 12k metrics lines, prompts that quote errors densely
+  metrics-10MB     nothing but metrics lines (V1 and V0 wording)
+  restarts-500     500 identical failing startup attempts (a restart loop)
+  smi-100k         a startup refused for want of free memory, then an nvidia-smi CSV of 100 000 processes
+  chains-10k       10 000 exceptions chained by "During handling of the above exception ..."
+  batch-200        200 startup logs through `vllm-triage batch`, 1 job and one per core
 
-Each log is triaged by the CLI in a subprocess (`python -m triage --format json`); the
-table shows wall time, MB/s, lines/s, the child's peak RSS, and the time of
-`grep -c 'out of memory'` on the same file, with the ratio of the two. For the serving
-logs it also triages the same log without its serving section (startup + the failure)
-and says whether the diagnosis (outcome, primary cause, failure phase) is the same.
+Each log is triaged in a subprocess (best of `--runs`): wall time, MB/s, peak RSS, the size
+of the JSON report, `grep -c 'out of memory'` on the same file and the ratio; for the
+serving logs, whether the diagnosis equals that of the log without its serving section.
+Then the start-up of a small log: the CLI beside `python -c pass` (same interpreter), and
+where the time goes (benchmarks/startup.py: import, rules, scan, parse, diagnose, render).
+Absolute times move with the machine's load; the ratios, taken in one run, move less.
 """
 
 from __future__ import annotations
@@ -27,359 +35,80 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import logs  # noqa: E402 - the generators live beside this script
+import shapes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
+VENV = OUT / "venv-default"
 MB = 1_000_000
-SIZES = {"startup-2MB": 2 * MB, "serve-200MB": 200 * MB, "access-200MB": 200 * MB, "serve-1GB": 1 << 30,
-         "batch-200": 0}
+LOGS = {  # name -> (writer, target size)
+    "startup-2MB": (lambda p, n: logs.write_log("startup", p, n), 2 * MB),
+    "serve-200MB": (lambda p, n: logs.write_log("serve", p, n), 200 * MB),
+    "access-200MB": (lambda p, n: logs.write_log("access", p, n), 200 * MB),
+    "serve-1GB": (lambda p, n: logs.write_log("serve", p, n), 1 << 30),
+    "longserve-200MB": (shapes.longserve, 200 * MB),
+    "metrics-10MB": (shapes.metrics, 10 * MB),
+    "restarts-500": (shapes.restarts, 0),
+    "smi-100k": (shapes.smi, 0),
+    "chains-10k": (shapes.chains, 0),
+    "batch-200": (None, 0),
+}
+DEFAULT = [n for n in LOGS if n != "serve-1GB"]
+SERVING = ("serve", "access", "longserve")  # logs with a startup+failure twin (logs.write_short)
+SMALL = ROOT / "fixtures" / "logs" / "foreign_gpu_processes" / "v1-0.10.2-oom-with-nvidia-smi-bundle.log"
 BATCH_LOGS = 200
-API = "(APIServer pid=1) "
-CORE = "(EngineCore_DP0 pid=311) "
-SITE = "/usr/local/lib/python3.12/dist-packages"
-
-
-class Clock:
-    """A log clock: vLLM's `MM-DD HH:MM:SS`, advanced in seconds."""
-
-    def __init__(self) -> None:
-        self.t = 16 * 3600 + 20 * 60 + 11
-        self.day = 2
-
-    def tick(self, seconds: float) -> None:
-        self.t += seconds
-        while self.t >= 86400:
-            self.t -= 86400
-            self.day += 1
-
-    def stamp(self) -> str:
-        t = int(self.t)
-        return f"10-{self.day:02d} {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
-
-
-def _head(prefix: str, level: str, clock: Clock, source: str) -> str:
-    return f"{prefix}{level} {clock.stamp()} [{source}] "
-
-
-def startup_section(clock: Clock, tp: int = 1) -> list[str]:
-    """A V1 `vllm serve` startup that reaches readiness (Qwen2.5-7B on an H100)."""
-    h = lambda p, lv, src: _head(p, lv, clock, src)  # noqa: E731
-    lines = [
-        f"INFO {clock.stamp()} [__init__.py:216] Automatically detected platform cuda.",
-        h(API, "INFO", "api_server.py:1896") + "vLLM API server version 0.10.2",
-        h(API, "INFO", "utils.py:328") + "non-default args: {'model_tag': 'Qwen/Qwen2.5-7B-Instruct', "
-        "'model': 'Qwen/Qwen2.5-7B-Instruct', 'max_model_len': 32768, 'gpu_memory_utilization': 0.9, "
-        f"'tensor_parallel_size': {tp}, 'enable_log_requests': True}}",
-        h(API, "INFO", "__init__.py:742") + "Resolved architecture: Qwen2ForCausalLM",
-        h(API, "INFO", "__init__.py:1815") + "Using max model len 32768",
-        h(API, "INFO", "scheduler.py:222") + "Chunked prefill is enabled with max_num_batched_tokens=8192.",
-        h(CORE, "INFO", "core.py:76") + "Initializing a V1 LLM engine (v0.10.2) with config: "
-        "model='Qwen/Qwen2.5-7B-Instruct', speculative_config=None, tokenizer='Qwen/Qwen2.5-7B-Instruct', "
-        "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=False, "
-        "dtype=torch.bfloat16, max_seq_len=32768, download_dir=None, load_format=auto, "
-        f"tensor_parallel_size={tp}, pipeline_parallel_size=1, data_parallel_size=1, "
-        "disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
-        "device_config=cuda, seed=0, served_model_name=Qwen/Qwen2.5-7B-Instruct, enable_prefix_caching=True",
-        h(CORE, "INFO", "parallel_state.py:1165") + "rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, "
-        "TP rank 0, EP rank 0",
-        h(CORE, "INFO", "gpu_model_runner.py:2338") + "Starting to load model Qwen/Qwen2.5-7B-Instruct...",
-        h(CORE, "INFO", "cuda.py:362") + "Using Flash Attention backend on V1 engine.",
-        f"{CORE}Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]",
-        f"{CORE}Loading safetensors checkpoint shards: 100% Completed | 4/4 [00:03<00:00,  1.21it/s]",
-        h(CORE, "INFO", "default_loader.py:268") + "Loading weights took 3.41 seconds",
-        h(CORE, "INFO", "gpu_model_runner.py:2392") + "Model loading took 14.2474 GiB and 4.102 seconds",
-        h(CORE, "INFO", "backends.py:550") + "Dynamo bytecode transform time: 6.12 s",
-        h(CORE, "INFO", "monitor.py:34") + "torch.compile takes 24.41 s in total",
-        h(CORE, "INFO", "gpu_worker.py:298") + "Available KV cache memory: 53.11 GiB",
-        h(CORE, "INFO", "kv_cache_utils.py:864") + "GPU KV cache size: 994,512 tokens",
-        h(CORE, "INFO", "kv_cache_utils.py:868") + "Maximum concurrency for 32,768 tokens per request: 30.35x",
-        f"{CORE}Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 "
-        "[00:05<00:00, 12.87it/s]",
-        h(CORE, "INFO", "gpu_model_runner.py:3118") + "Graph capturing finished in 6 secs, took 0.61 GiB",
-        h(CORE, "INFO", "core.py:218") + "init engine (profile, create kv cache, warmup model) took 41.07 seconds",
-        h(API, "INFO", "loggers.py:142") + "Engine 000: vllm cache_config_info with initialization after "
-        "num_gpu_blocks is: 62157",
-        h(API, "INFO", "api_server.py:1971") + "Starting vLLM API server 0 on http://0.0.0.0:8000",
-        h(API, "INFO", "launcher.py:44") + "Route: /v1/chat/completions, Methods: POST",
-        f"{API}INFO:     Started server process [1]",
-        f"{API}INFO:     Waiting for application startup.",
-        f"{API}INFO:     Application startup complete.",
-    ]
-    return lines
-
-
-_PROMPTS = [
-    "Summarize the following meeting notes in three bullet points: the team agreed to ship on Friday",
-    "Translate to French: The weather is lovely today and we should go for a walk by the river.",
-    "Write a haiku about autumn leaves falling on a quiet pond.",
-    "What is the capital of Australia, and why was it chosen over Sydney and Melbourne?",
-    "Explain the difference between a process and a thread, with an example of each.",
-    "Classify the sentiment of this review: the battery life is great but the screen is dim.",
-    "Draft a polite reply declining the invitation to speak at the conference next month.",
-    "List five vegetarian dinner ideas that take less than thirty minutes to cook.",
-]
-# Some users paste errors into their prompts: these lines hold anchor words but state nothing.
-_CODE_PROMPTS = [
-    "Why does my code raise ValueError: invalid literal for int() with base 10? Here is the Traceback",
-    "Refactor this function to avoid the TimeoutError: def fetch(url): return requests.get(url)",
-    "My training loop prints CUDA out of memory. Tried to allocate 2.00 GiB - what should I change?",
-]
-_ROUTES = ["/v1/chat/completions"] * 8 + ["/v1/completions", "/health", "/metrics", "/v1/models"]
-
-
-def _request_id(rng: random.Random) -> str:
-    return f"chatcmpl-{rng.getrandbits(128):032x}"
-
-
-def serving_lines(clock: Clock, rng: random.Random, request_logging: bool) -> Iterator[str]:
-    """Endless serving traffic: requests, access lines, a metrics line every 10 s, rare errors."""
-    next_metrics = clock.t + 10
-    next_error = clock.t + rng.uniform(300, 900)
-    while True:
-        clock.tick(rng.expovariate(25.0))  # ~25 requests a second
-        if clock.t >= next_metrics:
-            next_metrics += 10
-            yield (_head(API, "INFO", clock, "loggers.py:123") + "Engine 000: Avg prompt throughput: "
-                   f"{rng.uniform(100, 2000):.1f} tokens/s, Avg generation throughput: {rng.uniform(50, 900):.1f} "
-                   f"tokens/s, Running: {rng.randint(0, 40)} reqs, Waiting: {rng.randint(0, 5)} reqs, GPU KV cache "
-                   f"usage: {rng.uniform(0, 90):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%")
-        if clock.t >= next_error:
-            next_error = clock.t + rng.uniform(300, 900)
-            yield from _request_error(clock, rng)
-            continue
-        route = rng.choice(_ROUTES)
-        ip = f"10.0.{rng.randint(0, 9)}.{rng.randint(2, 250)}:{rng.randint(32768, 60999)}"
-        if request_logging and route.startswith("/v1/c"):
-            rid = _request_id(rng)
-            prompt = rng.choice(_CODE_PROMPTS if rng.random() < 0.03 else _PROMPTS)
-            yield (_head(API, "INFO", clock, "logger.py:41") + f"Received request {rid}: prompt: "
-                   f"'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n<|im_start|>user\\n{prompt}"
-                   "<|im_end|>\\n<|im_start|>assistant\\n', params: SamplingParams(n=1, presence_penalty=0.0, "
-                   "frequency_penalty=0.0, repetition_penalty=1.05, temperature=0.7, top_p=0.8, top_k=20, "
-                   f"min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], max_tokens={rng.randint(16, 2048)}, "
-                   "min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, "
-                   "spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, "
-                   "extra_args=None), prompt_token_ids: None, prompt_embeds shape: None, lora_request: None.")
-            yield _head(API, "INFO", clock, "async_llm.py:321") + f"Added request {rid}."
-        method = "GET" if route in ("/health", "/metrics", "/v1/models") else "POST"
-        yield f'{API}INFO:     {ip} - "{method} {route} HTTP/1.1" 200 OK'
-
-
-def _request_error(clock: Clock, rng: random.Random) -> Iterator[str]:
-    """A request-level error the server survives: a prompt longer than max_model_len."""
-    h = _head(API, "ERROR", clock, "serving_chat.py:222")
-    frames = [
-        ("vllm/entrypoints/openai/serving_chat.py", 205, "create_chat_completion", ") = await self._preprocess_chat("),
-        ("vllm/entrypoints/openai/serving_engine.py", 837, "_preprocess_chat",
-         "prompt_inputs = await self._tokenize_prompt_input_async("),
-        ("vllm/entrypoints/openai/serving_engine.py", 569, "_validate_input", "raise ValueError("),
-    ]
-    yield h + "Error in preprocessing prompt inputs"
-    yield h + "Traceback (most recent call last):"
-    for path, no, func, src in frames:
-        yield h + f'  File "{SITE}/{path}", line {no}, in {func}'
-        yield h + f"    {src}"
-    asked = rng.randint(32769, 90000)
-    yield (h + f"ValueError: This model's maximum context length is 32768 tokens. However, you requested {asked} "
-           f"tokens ({asked - 4096} in the messages, 4096 in the completion). Please reduce the length of the "
-           "messages or completion.")
-    yield f'{API}INFO:     10.0.3.88:{rng.randint(32768, 60999)} - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request'
-
-
-def engine_death(clock: Clock) -> list[str]:
-    """The engine dies mid-serving of a CUDA OOM; the API server reports the dead engine."""
-    e = _head(CORE, "ERROR", clock, "core.py:710")
-    a = _head(API, "ERROR", clock, "async_llm.py:480")
-    frames = [
-        ("vllm/v1/engine/core.py", 701, "run_engine_core", "engine_core.run_busy_loop()"),
-        ("vllm/v1/engine/core.py", 728, "run_busy_loop", "self._process_engine_step()"),
-        ("vllm/v1/engine/core.py", 754, "_process_engine_step", "outputs, model_executed = self.step_fn()"),
-        ("vllm/v1/engine/core.py", 284, "step", "model_output = self.execute_model_with_error_logging("),
-        ("vllm/v1/executor/abstract.py", 103, "execute_model", 'output = self.collective_rpc("execute_model",'),
-        ("vllm/v1/worker/gpu_worker.py", 447, "execute_model", "output = self.model_runner.execute_model("),
-        ("vllm/v1/worker/gpu_model_runner.py", 2039, "execute_model", "hidden_states = self.model("),
-        ("vllm/model_executor/layers/logits_processor.py", 61, "forward", "logits = self._get_logits("),
-    ]
-    out = [e + "EngineCore encountered a fatal error.", e + "Traceback (most recent call last):"]
-    for path, no, func, src in frames:
-        out += [e + f'  File "{SITE}/{path}", line {no}, in {func}', e + f"    {src}"]
-    out.append(e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total "
-               "capacity of 79.19 GiB of which 2.05 GiB is free. Including non-PyTorch memory, this process has "
-               "77.12 GiB memory in use. Of the allocated memory 73.42 GiB is allocated by PyTorch, and 2.31 GiB is "
-               "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-               "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
-    out += [a + "AsyncLLM output_handler failed.", a + "Traceback (most recent call last):",
-            a + f'  File "{SITE}/vllm/v1/engine/async_llm.py", line 439, in output_handler',
-            a + "    outputs = await engine_core.get_output_async()",
-            a + f'  File "{SITE}/vllm/v1/engine/core_client.py", line 846, in get_output_async',
-            a + "    raise self._format_exception(outputs) from None",
-            a + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
-                "(above) for the root cause.",
-            f"{API}ERROR {clock.stamp()} [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
-            "shutting down client.",
-            f'{API}INFO:     10.0.3.17:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
-            f"{API}INFO:     Shutting down", f"{API}INFO:     Finished server process [1]"]
-    return out
-
-
-def startup_failure_lines(clock: Clock, rng: random.Random, size: int) -> Iterator[str]:
-    """A big TP=8 startup: NCCL_DEBUG=INFO chatter from 8 workers, then a KV-cache failure."""
-    yield f"INFO {clock.stamp()} [__init__.py:216] Automatically detected platform cuda."
-    yield _head(API, "INFO", clock, "api_server.py:1896") + "vLLM API server version 0.10.2"
-    yield (_head(API, "INFO", clock, "utils.py:328") + "non-default args: {'model_tag': 'meta-llama/Llama-3.1-70B-"
-           "Instruct', 'model': 'meta-llama/Llama-3.1-70B-Instruct', 'max_model_len': 131072, 'tensor_parallel_size': 8}")
-    yield (_head(CORE, "INFO", clock, "core.py:76") + "Initializing a V1 LLM engine (v0.10.2) with config: "
-           "model='meta-llama/Llama-3.1-70B-Instruct', tokenizer='meta-llama/Llama-3.1-70B-Instruct', "
-           "dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=8, enforce_eager=False")
-    written = 0
-    while written < size - 20_000:
-        rank = rng.randrange(8)
-        w = f"(VllmWorker TP{rank} pid={4100 + rank}) "
-        choice = rng.random()
-        if choice < 0.7:
-            line = (f"{w}node-a100-{rank // 8}:{4100 + rank}:{4200 + rank} [{rank}] NCCL INFO Channel "
-                    f"{rng.randrange(24):02d}/24 : 0 1 2 3 4 5 6 7 via P2P/IPC/read")
-        elif choice < 0.85:
-            line = (_head(w, "INFO", clock, "custom_all_reduce.py:136") + "Registering 4515 cuda graph addresses")
-        elif choice < 0.95:
-            line = (_head(w, "WARNING", clock, "fused_moe.py:682") + "Using default MoE config. Performance might "
-                    "be sub-optimal! Config file not found at /usr/local/lib/python3.12/dist-packages/vllm/"
-                    "model_executor/layers/fused_moe/configs/E=8,N=3584,device_name=NVIDIA_A100-SXM4-80GB.json")
-        else:
-            line = (f"{w}Loading safetensors checkpoint shards:  {rng.randrange(100):2d}% Completed | "
-                    f"{rng.randrange(30)}/30 [00:{rng.randrange(60):02d}<00:{rng.randrange(60):02d},  1.02it/s]")
-        clock.tick(0.01)
-        written += len(line) + 1
-        yield line
-    w = "(VllmWorker TP0 pid=4100) "
-    yield _head(w, "INFO", clock, "gpu_model_runner.py:2392") + "Model loading took 16.4474 GiB and 61.102 seconds"
-    yield _head(w, "INFO", clock, "gpu_worker.py:298") + "Available KV cache memory: 3.11 GiB"
-    e = _head(CORE, "ERROR", clock, "core.py:586")
-    yield e + "EngineCore failed to start."
-    yield e + "Traceback (most recent call last):"
-    yield e + f'  File "{SITE}/vllm/v1/engine/core.py", line 577, in run_engine_core'
-    yield e + f'  File "{SITE}/vllm/v1/core/kv_cache_utils.py", line 562, in check_enough_kv_cache_memory'
-    yield (e + "ValueError: To serve at least one request with the models's max seq len (131072), (5.00 GiB KV "
-           "cache is needed, which is larger than the available KV cache memory (3.11 GiB). Based on the available "
-           "memory, the estimated maximum model length is 81520. Try increasing `gpu_memory_utilization` or "
-           "decreasing `max_model_len` when initializing the engine.")
-    yield (_head(API, "ERROR", clock, "core_client.py:564") + "RuntimeError: Engine core initialization failed. "
-           "See root cause above. Failed core proc(s): {}")
-
-
-def write_log(name: str, path: Path, size: int, seed: int = 7) -> None:
-    rng = random.Random(seed)
-    clock = Clock()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        if name.startswith("startup"):
-            fh.write("\n".join(startup_failure_lines(clock, rng, size)) + "\n")
-            return
-        fh.write("\n".join(startup_section(clock)) + "\n")
-        tail = engine_death(Clock())
-        budget = size - fh.tell() - sum(len(x) + 1 for x in tail) - 200
-        batch: list[str] = []
-        written = 0
-        for line in serving_lines(clock, rng, request_logging=not name.startswith("access")):
-            batch.append(line)
-            written += len(line) + 1
-            if len(batch) >= 20000:
-                fh.write("\n".join(batch) + "\n")
-                batch.clear()
-            if written >= budget:
-                break
-        fh.write("\n".join(batch) + "\n")
-        fh.write("\n".join(engine_death(clock)) + "\n")
-
-
-def write_short(path: Path) -> None:
-    """The serving logs without their serving section: startup, then the failure."""
-    clock = Clock()
-    lines = startup_section(clock)
-    clock.tick(3 * 3600)
-    path.write_text("\n".join(lines + engine_death(clock)) + "\n", encoding="utf-8")
-
-
-def _child_run(cmd: list[str]) -> tuple[float, int, str, int]:
-    """Wall seconds, peak RSS (KiB) of the child, its stdout, its exit code."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far: measure with /usr/bin/time when we can
-    return wall, after if after > before else before, p.stdout, p.returncode
-
-
+REPORT_LIMIT = 64 << 10
 # The children run as an installed tool would: with .pyc files (pip writes them at install;
 # PYTHONDONTWRITEBYTECODE=1 in a dev shell would make every run compile the package again).
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _measure(cmd: list[str]) -> tuple[float, int, str, int]:
-    """Wall seconds, peak RSS (KiB), stdout and exit code of one run of `cmd`."""
-    time_bin = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
-    if time_bin:
-        t0 = time.perf_counter()
-        p = subprocess.run([time_bin, "-f", "%M %P", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def default_install() -> list[str]:
+    """`pip install .` (no extras) into benchmarks/out/venv-default; the command that runs its CLI."""
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(ROOT)],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # pip's build folder in the checkout
+    return [str(VENV / "bin" / "vllm-triage")]
+
+
+def _measure(cmd: list[str]) -> tuple[float, int, str, int, float]:
+    """Wall seconds, peak RSS (KiB), stdout, exit code and CPU seconds of one run of `cmd`
+    (CPU time moves less than wall time with the machine's load)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    if os.path.exists("/usr/bin/time"):
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env=CHILD_ENV)
-        wall = time.perf_counter() - t0
-        last = p.stderr.strip().splitlines()[-1].split() if p.stderr.strip() else ["0"]
-        return wall, int(last[0]), p.stdout, p.returncode
-    return _child_run(cmd)
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "0"
+        rss = int(last) if last.isdigit() else 0
+    else:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, rss, p.stdout, p.returncode, cpu
 
 
-def _warm_up() -> None:
-    """One run on a small log: writes .pyc files and the grammar and rules caches."""
-    small = next(iter(sorted((ROOT / "fixtures" / "logs").rglob("*.log"))))
-    subprocess.run(_triage_cmd(small), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CHILD_ENV)
-
-
-def bench_batch(runs: int) -> tuple:
-    """`vllm-triage batch` over BATCH_LOGS startup logs (the fixtures, copied round-robin), with
-    one job and with one per core: wall time, CPU use, speed-up."""
-    folder = OUT / "batch-200"
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    logs = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
-    total = 0
-    for i in range(BATCH_LOGS):
-        data = logs[i % len(logs)].read_bytes()
-        (folder / f"log{i:03d}.log").write_bytes(data)
-        total += len(data)
-    out = {}
-    for jobs in (1, os.cpu_count() or 1):
-        best, cpu = float("inf"), ""
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%P", sys.executable, "-m", "triage", "batch", str(folder),
-                                "--jobs", str(jobs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=CHILD_ENV)
-            wall = time.perf_counter() - t0
-            if wall < best:
-                best, cpu = wall, p.stderr.strip().splitlines()[-1]
-        out[jobs] = (best, cpu)
-    return total, out
-
-
-def _diagnosis(report: dict) -> tuple:
-    diags = report.get("diagnoses") or []
-    failure = report.get("failure") or {}
-    return report.get("outcome"), diags[0]["id"] if diags else None, failure.get("phase")
-
-
-def _triage_cmd(path: Path) -> list[str]:
-    return [sys.executable, "-m", "triage", "--format", "json", str(path)]
+def _best(cmd: list[str], runs: int) -> tuple[float, int, str, int, float]:
+    best, rss, out, rc, cpu = float("inf"), 0, "", 0, float("inf")
+    for _ in range(runs):
+        wall, r, out, rc, c = _measure(cmd)
+        best, rss, cpu = min(best, wall), max(rss, r), min(cpu, c)
+    return best, rss, out, rc, cpu
 
 
 def _grep_time(path: Path) -> float:
@@ -392,52 +121,116 @@ def _grep_time(path: Path) -> float:
     return best
 
 
-def bench(names: list[str], keep: bool, runs: int) -> int:
+def _diagnosis(report: dict) -> tuple:
+    diags = report.get("diagnoses") or []
+    failure = report.get("failure") or {}
+    return report.get("outcome"), diags[0]["id"] if diags else None, failure.get("phase")
+
+
+def bench_log(cli: list[str], name: str, keep: bool, runs: int, problems: list[str]) -> tuple:
+    path = OUT / f"{name}.log"
+    writer, size = LOGS[name]
+    if not (keep and path.exists()):
+        t0 = time.perf_counter()
+        writer(path, size)
+        print(f"generated {path.relative_to(ROOT)} ({path.stat().st_size / MB:.1f} MB) in "
+              f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    nbytes = path.stat().st_size
+    with open(path, "rb") as fh:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
+    grep = _grep_time(path)
+    best, rss, out, rc, cpu = _best([*cli, "--format", "json", str(path)], runs)
+    try:
+        report = json.loads(out)
+    except ValueError:
+        problems.append(f"{name}: no JSON report (exit {rc})")
+        report = {}
+    if len(out) > REPORT_LIMIT:
+        problems.append(f"{name}: the JSON report is {len(out) / 1024:.0f} KiB (limit {REPORT_LIMIT >> 10})")
+    diag = _diagnosis(report)
+    same = ""
+    if name.startswith(SERVING):
+        short = OUT / "serve-short.log"
+        logs.write_short(short)
+        sout = _measure([*cli, "--format", "json", str(short)])[2]
+        theirs = _diagnosis(json.loads(sout))
+        same = "yes" if theirs == diag else f"NO ({theirs})"
+        if theirs != diag:
+            problems.append(f"{name}: diagnosis {diag} differs from the startup+failure log's {theirs}")
+    return (name, nbytes / MB, lines, best, nbytes / MB / best, rss / 1024, len(out) / 1024, grep, best / grep,
+            f"{diag[0]}/{diag[1]}", same, cpu)
+
+
+def bench_batch(cli: list[str], runs: int) -> tuple:
+    """`vllm-triage batch` over BATCH_LOGS startup logs (the fixtures, copied round-robin), with
+    one job and with one per core: wall time, CPU use, speed-up."""
+    folder = OUT / "batch-200"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    fixtures = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
+    total = 0
+    for i in range(BATCH_LOGS):
+        data = fixtures[i % len(fixtures)].read_bytes()
+        (folder / f"log{i:03d}.log").write_bytes(data)
+        total += len(data)
+    out = {}
+    for jobs in (1, os.cpu_count() or 1):
+        best, cpu = float("inf"), ""
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            p = subprocess.run(["/usr/bin/time", "-f", "%P", *cli, "batch", str(folder), "--jobs", str(jobs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+            wall = time.perf_counter() - t0
+            if wall < best:
+                best, cpu = wall, p.stderr.strip().splitlines()[-1]
+        out[jobs] = (best, cpu)
+    return total, out
+
+
+def bench_startup(cli: list[str], python: str, runs: int) -> list[str]:
+    """The CLI on a small log beside `python -c pass`, and the in-process phase breakdown."""
+    runs = max(runs, 5)
+    bare = min(_measure([python, "-c", "pass"])[0] for _ in range(runs))
+    tool = min(_measure([*cli, "--format", "json", str(SMALL)])[0] for _ in range(runs))
+    tool_cpu = min(_measure([*cli, "--format", "json", str(SMALL)])[4] for _ in range(runs))
+    bare_cpu = min(_measure([python, "-c", "pass"])[4] for _ in range(runs))
+    phases: dict[str, float] = {}
+    for _ in range(runs):
+        p = subprocess.run([python, str(ROOT / "benchmarks" / "startup.py"), str(SMALL)], stdout=subprocess.PIPE,
+                           text=True, env=CHILD_ENV)
+        got = json.loads(p.stdout)
+        if not phases or got["total"] < phases["total"]:
+            phases = got
+    return [f"start-up, {SMALL.name} ({SMALL.stat().st_size / 1000:.1f} kB), best of {runs}:",
+            f"  python -c pass {bare * 1000:.0f} ms; vllm-triage {tool * 1000:.0f} ms = x{tool / bare:.1f} "
+            f"(CPU: {bare_cpu * 1000:.0f} ms, {tool_cpu * 1000:.0f} ms = x{tool_cpu / max(bare_cpu, 1e-3):.1f})",
+            "  in process (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in phases.items())]
+
+
+def _table(rows: list[tuple]) -> list[str]:
+    header = ("log", "MB", "lines", "wall s", "cpu s", "MB/s", "RSS MiB", "JSON KB", "grep s", "x grep",
+              "outcome/cause", "same as short")
+    fmt = "{:<15} {:>6} {:>8} {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6}  {:<30} {}"
+    out = [fmt.format(*header)]
+    for r in rows:
+        out.append(fmt.format(r[0], f"{r[1]:.1f}", r[2], f"{r[3]:.2f}", f"{r[11]:.2f}", f"{r[4]:.0f}",
+                              f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.3f}", f"{r[8]:.1f}", r[9], r[10]))
+    return out
+
+
+def bench(cli: list[str], python: str, names: list[str], keep: bool, runs: int) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    _warm_up()
-    rows, problems = [], []
-    batch = None
+    subprocess.run([*cli, "--format", "json", str(SMALL)], stdout=subprocess.DEVNULL, env=CHILD_ENV)  # warm caches
+    rows, problems, batch = [], [], None
     for name in names:
         if name == "batch-200":
-            batch = bench_batch(runs)
-            continue
-        path = OUT / f"{name}.log"
-        if not (keep and path.exists()):
-            t0 = time.perf_counter()
-            write_log(name, path, SIZES[name])
-            print(f"generated {path.relative_to(ROOT)} ({path.stat().st_size / MB:.1f} MB) in "
-                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
-        grep = _grep_time(path)
-        best, rss, out, rc = float("inf"), 0, "", 0
-        for _ in range(runs):
-            wall, r, out, rc = _measure(_triage_cmd(path))
-            best, rss = min(best, wall), max(rss, r)
-        same = ""
-        try:
-            report = json.loads(out)
-        except ValueError:
-            problems.append(f"{name}: no JSON report (exit {rc})")
-            report = {}
-        diag = _diagnosis(report)
-        if not name.startswith("startup"):
-            short = OUT / "serve-short.log"
-            write_short(short)
-            _, _, sout, _ = _measure(_triage_cmd(short))
-            same = "yes" if _diagnosis(json.loads(sout)) == diag else f"NO ({_diagnosis(json.loads(sout))})"
-            if same != "yes":
-                problems.append(f"{name}: diagnosis {diag} differs from the startup+failure log's")
-        rows.append((name, size / MB, lines, best, size / MB / best, lines / best, rss / 1024, grep, best / grep,
-                     f"{diag[0]}/{diag[1]}", same))
-    header = ("log", "MB", "lines", "wall s", "MB/s", "lines/s", "peak RSS MiB", "grep s", "x grep",
-              "outcome/cause", "same as short")
-    fmt = "{:<13} {:>7} {:>9} {:>7} {:>7} {:>9} {:>12} {:>7} {:>7}  {:<32} {}"
-    print(fmt.format(*header))
-    for r in rows:
-        print(fmt.format(r[0], f"{r[1]:.1f}", r[2], f"{r[3]:.3f}", f"{r[4]:.0f}", f"{r[5]:,.0f}", f"{r[6]:.1f}",
-                         f"{r[7]:.3f}", f"{r[8]:.1f}", r[9], r[10]))
+            batch = bench_batch(cli, runs)
+        else:
+            rows.append(bench_log(cli, name, keep, runs, problems))
+    load = os.getloadavg()
+    print(f"{len(os.sched_getaffinity(0))} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"CLI: {' '.join(cli)}")
+    print("\n".join(_table(rows)))
     if batch is not None:
         total, by_jobs = batch
         print(f"\nbatch of {BATCH_LOGS} startup logs ({total / MB:.1f} MB):")
@@ -445,6 +238,8 @@ def bench(names: list[str], keep: bool, runs: int) -> int:
         for jobs, (wall, cpu) in sorted(by_jobs.items()):
             speed = f"  speed-up x{one / wall:.2f}" if jobs != 1 and wall else ""
             print(f"  --jobs {jobs}: {wall:.2f} s wall, {BATCH_LOGS / wall:.0f} logs/s, CPU {cpu}{speed}")
+    print()
+    print("\n".join(bench_startup(cli, python, runs)))
     for p in problems:
         print("problem:", p, file=sys.stderr)
     return 1 if problems else 0
@@ -452,16 +247,30 @@ def bench(names: list[str], keep: bool, runs: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated, from: {', '.join(SIZES)}")
+    ap.add_argument("--logs", "--sizes", dest="logs", default=",".join(DEFAULT),
+                    help=f"comma-separated, from: {', '.join(LOGS)}")
     ap.add_argument("--keep", action="store_true", help="reuse logs already generated under benchmarks/out/")
     ap.add_argument("--runs", type=int, default=3, help="triage runs per log (the best wall time is shown)")
+    ap.add_argument("--cli", default="default",
+                    help="'default' (pip install . into benchmarks/out/venv-default), 'dev' (python -m triage "
+                         "with this interpreter), or the path of a vllm-triage executable")
+    ap.add_argument("--matcher", choices=("hyperscan", "ahocorasick", "python"),
+                    help="force one search engine (VLLM_TRIAGE_MATCHER), e.g. the pure-Python fallback")
     args = ap.parse_args(argv)
-    names = [n.strip() for n in args.sizes.split(",") if n.strip()]
-    unknown = [n for n in names if n not in SIZES]
+    if args.matcher:
+        CHILD_ENV["VLLM_TRIAGE_MATCHER"] = args.matcher
+    names = [n.strip() for n in args.logs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LOGS]
     if unknown:
-        ap.error(f"unknown size {unknown[0]!r}; must be one of: {', '.join(SIZES)}")
+        ap.error(f"unknown log {unknown[0]!r}; must be one of: {', '.join(LOGS)}")
     os.chdir(ROOT)
-    return bench(names, args.keep, max(1, args.runs))
+    if args.cli == "default":
+        cli, python = default_install(), str(VENV / "bin" / "python")
+    elif args.cli == "dev":
+        cli, python = [sys.executable, "-m", "triage"], sys.executable
+    else:
+        cli, python = [args.cli], str(Path(args.cli).parent / "python")
+    return bench(cli, python, names, args.keep, max(1, args.runs))
 
 
 if __name__ == "__main__":

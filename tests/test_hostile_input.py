@@ -39,7 +39,7 @@ from triage.errors import ExpressionError, InputError, TriageError
 from triage.expr import FUNCTIONS, FactView, compile_expr, compile_template
 from triage.facts import Fact
 from triage.lines import Line, peel
-from triage.parse import anchors, parse_line_detail
+from triage.parse import _SEEN, anchors, parse_line_detail
 from triage.read import InputStats, iter_lines
 from triage.redact import redact_text
 
@@ -242,6 +242,7 @@ def _shape(unit: str, prefix: str = "", suffix: str = ""):
 
 
 def _peel_parse(text: str) -> None:
+    _SEEN.clear()  # texts parsed lately are remembered: time the parse, not the memo
     parse_line_detail(peel(text, 1))
 
 

@@ -65,7 +65,7 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
 def _scanned(data: bytes, window: int, engine: str) -> tuple[list, InputStats]:
     stats = InputStats("scan")
     return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, window, engine,
-                                 wrap_sample=len(data) + 1)), stats
+                                 wrap_sample=len(data) + 1, quiet=False)), stats
 
 
 def _same(data: bytes, engine: str, window: int = 3) -> None:

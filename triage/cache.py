@@ -72,3 +72,31 @@ def save(name: str, value: Any) -> None:
             os.unlink(tmp)
         except Exception:  # noqa: BLE001
             pass
+
+
+def grammar_cache(grammar: str) -> str | bool:
+    """Where lark keeps the LALR tables of one of the package's grammars (False: nowhere safe).
+
+    Named by the grammar's content, so two checkouts or versions that share the folder do
+    not overwrite each other's tables on every run (lark would rebuild them: ~0.4 s)."""
+    from importlib.resources import files
+
+    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
+    if base is None:
+        return False
+    try:
+        text = files("triage").joinpath(grammar).read_bytes()
+    except OSError:
+        return False
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    return os.path.join(base, f"{grammar.rsplit('.', 1)[0]}-{__version__}-{digest}.lark.cache")
+
+
+def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
+    """A cache file name for something built from these parts on this machine (a compiled
+    scanner database is specific to the CPU and the library that built it)."""
+    import platform
+
+    digest = hashlib.sha256(b"\0".join([*parts, platform.machine().encode()])).hexdigest()[:20]
+    return f"{kind}-{__version__}-{digest}{suffix}"
+

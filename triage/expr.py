@@ -35,14 +35,9 @@ MAX_ROUND_DIGITS = 40  # round(x, -10**9) would build 10**(10**9): a hostile pac
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    import os
+    from .cache import grammar_cache
 
-    from . import __version__
-    from .cache import cache_dir
-
-    base = cache_dir()
-    cache = os.path.join(base, f"expr-{__version__}.lark.cache") if base else False
-    return Lark.open_from_package("triage", "expr.lark", parser="lalr", cache=cache)
+    return Lark.open_from_package("triage", "expr.lark", parser="lalr", cache=grammar_cache("expr.lark"))
 
 
 @dataclass

@@ -210,6 +210,9 @@ def _derive(facts: Facts, attempt: Attempt) -> None:
     _derive_gpu_processes(facts, attempt)
 
 
+MAX_LISTED_PROCESSES = 16
+
+
 def _derive_gpu_processes(facts: Facts, attempt: Attempt) -> None:
     """Processes nvidia-smi/fuser list that are not this vLLM's own (by the PIDs its lines carry)."""
     listed = [e for e in attempt.events if isinstance(e, ev.GpuProcess)]
@@ -226,8 +229,11 @@ def _derive_gpu_processes(facts: Facts, attempt: Attempt) -> None:
         return
     first = min(others.values(), key=lambda p: p.line)
     rows = [{"pid": p.pid, "name": p.name or "?", "bytes": p.bytes or 0} for p in others.values()]
-    facts["gpu_processes"] = Fact(rows, first.line, first.origin)
     held = sum(r["bytes"] for r in rows)
+    if len(rows) > MAX_LISTED_PROCESSES:  # a report lists the largest; the rest are counted
+        facts["gpu_processes_unlisted"] = Fact(len(rows) - MAX_LISTED_PROCESSES, first.line, first.origin)
+        rows = sorted(rows, key=lambda r: -r["bytes"])[:MAX_LISTED_PROCESSES]
+    facts["gpu_processes"] = Fact(rows, first.line, first.origin)
     if held:
         facts["listed_foreign_bytes"] = Fact(held, first.line, first.origin)
 

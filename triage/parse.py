@@ -18,6 +18,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, VisitError
 
 from . import events as ev
 from .lines import Line
+from .periodic import metrics_item
 from .transform import TRANSFORMER
 
 # Start rules, one per message family; the Transformer turns each into events.
@@ -83,13 +84,9 @@ def _skip_root_lexer(lark: Lark) -> None:
 
 
 def _cache_path() -> str | bool:
-    import os
+    from .cache import grammar_cache
 
-    from . import __version__
-    from .cache import cache_dir
-
-    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
-    return os.path.join(base, f"vllm_log-{__version__}.lark.cache") if base else False
+    return grammar_cache("vllm_log.lark")  # named by the grammar's content
 
 
 @lru_cache(maxsize=1)
@@ -318,13 +315,36 @@ def parse_line(line: Line) -> list[ev.Event]:
     return parse_line_detail(line)[0]
 
 
+# Texts parsed lately and what they gave: a restart loop prints the same startup again and
+# again, and tracebacks repeat their frames; an event depends on its line only through the
+# line's number, origin and pid (`_build`), which a copy takes from the new line.
+_SEEN: dict[str, tuple[list[ev.Event], bool]] = {}
+MAX_SEEN, MAX_SEEN_CHARS = 2048, 2000
+
+
 def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
+    seen = _SEEN.get(line.text)
+    if seen is not None:
+        where = {"line": line.no, "origin": line.origin, "pid": line.pid}
+        return [e.model_copy(update=where) for e in seen[0]], seen[1]
+    out = _parse_line_detail(line)
+    if len(line.text) <= MAX_SEEN_CHARS:
+        if len(_SEEN) >= MAX_SEEN:
+            _SEEN.clear()
+        _SEEN[line.text] = out
+    return out
+
+
+def _parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     if _SOURCE_CODE.match(line.text) and not _RPC.search(line.text):
         return [], False  # a traceback quoting source (`raise ValueError("No available memory ...`) states nothing
     text = normalise(line.text)
     if not text:
         return [], False
+    quick = metrics_item(text)  # the periodic metrics line: one pattern, the grammar's event
+    if quick is not None:
+        return [_build(quick, line, False)], False
     names = anchor_groups()[1]
     tries: dict[str, list[int]] = {}
     pos, found = 0, 0

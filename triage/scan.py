@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import codecs
 import os
+from bisect import bisect_left, bisect_right
 import threading
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from functools import lru_cache
 
-from .read import MAX_LINE_CHARS, InputStats, _finish, lines_of
+from .periodic import METRICS_WORD, REQUEST, Periodic
+from .read import MAX_LINE_CHARS, InputStats, _finish, _last_frame, lines_of
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
 # A line is (number, text, holds a grammar anchor word, holds an evidence word).
 Marked = tuple[int, str, bool, bool]
+MAX_RUNS = 16  # origins whose metrics runs are followed at once
 _LONG_STEP = MAX_LINE_CHARS // 2  # a line longer than MAX_LINE_CHARS bytes covers a whole such stretch
 
 
@@ -39,12 +42,39 @@ class _Hyperscan:
     def __init__(self, words: list[bytes]) -> None:
         import hyperscan
 
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        exprs = [b"".join(b"%c" % c if chr(c).isalnum() else b"\\x%02x" % c for c in w) for w in words]
-        self._db.compile(expressions=exprs, ids=list(range(len(words))), elements=len(words))
         self._sizes = [len(w) for w in words]
         self._make_scratch = hyperscan.Scratch
         self._local = threading.local()  # scratch space serves one scan at a time: one per thread
+        self._db = self._cached(hyperscan, words) or self._compile(hyperscan, words)
+
+    def _compile(self, hyperscan, words: list[bytes]):
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        exprs = [b"".join(b"%c" % c if chr(c).isalnum() else b"\\x%02x" % c for c in w) for w in words]
+        db.compile(expressions=exprs, ids=list(range(len(words))), elements=len(words))
+        from . import cache
+
+        try:
+            cache.save(_db_name(hyperscan, words), hyperscan.dumpb(db))
+        except Exception:  # noqa: BLE001 - a database that cannot be saved is compiled again next run
+            pass
+        return db
+
+    def _cached(self, hyperscan, words: list[bytes]):
+        """The database compiled by an earlier run (compiling costs ~60 ms), if it loads and finds
+        every word (a database from another CPU or library version is refused or rebuilt)."""
+        from . import cache
+
+        blob = cache.load(_db_name(hyperscan, words))
+        if not isinstance(blob, bytes):
+            return None
+        try:
+            self._db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+            found = {i for _, i in self.hits(b"\n".join(words))}
+        except Exception:  # noqa: BLE001 - damaged or foreign: compile afresh
+            return None
+        finally:
+            self._local = threading.local()
+        return self._db if found == set(range(len(words))) else None
 
     def hits(self, data: bytes) -> list[tuple[int, int]]:
         """(start offset, word index) of every match, overlapping ones included, by end offset."""
@@ -56,6 +86,12 @@ class _Hyperscan:
         self._db.scan(data, match_event_handler=lambda i, _start, end, _flags, _ctx: add((end - sizes[i], i)),
                       scratch=scratch)
         return out
+
+
+def _db_name(hyperscan, words: list[bytes]) -> str:
+    from .cache import content_name
+
+    return content_name("hyperscan", [*words, str(getattr(hyperscan, "__version__", "")).encode()], ".db")
 
 
 class _AhoCorasick:
@@ -131,6 +167,13 @@ class Matcher:
         self._numbers = {i: len(w) for i, w in enumerate(self.words) if w.decode() in set(numbers)}
         self.engine = _engine(self.words, backend)
 
+    def index(self, word: str) -> int | None:
+        """The index of a word in `words` (None: not one of them)."""
+        try:
+            return self._str_words.index(word)
+        except ValueError:
+            return None
+
     def hits(self, data: bytes) -> list[tuple[int, int]]:
         """(start, word index) of the words in a buffer (numbers inside longer numbers left out)."""
         found = self.engine.hits(data)
@@ -192,14 +235,17 @@ def _matcher(backend: str | None) -> Matcher:
 
 
 def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
-                backend: str | None = None, wrap_sample: int = 0) -> "MarkedLines":
+                backend: str | None = None, wrap_sample: int = 0, quiet: bool = True) -> "MarkedLines":
     """Each line holding an anchor or evidence word, and the `window` lines after each line
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
     evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them.
 
     With `wrap_sample`, that many bytes are read first to tell a paste indented as a block
     or hard-wrapped at one column (`unwrap.py`); its lines are then handed on with the
-    indent cut and wrapped lines joined, numbered by their first physical line."""
+    indent cut and wrapped lines joined, numbered by their first physical line.
+
+    With `quiet` (the pipeline's way), lines the pipeline would read to no effect are not
+    handed on: request-logger lines, and repeated metrics lines (`periodic.py`)."""
     chunks = iter(chunks)
     head: list[bytes] = []
     size = 0
@@ -211,7 +257,7 @@ def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
     if repair:
         stats.wrap_width, stats.indent = repair.width, repair.indent
         return MarkedLines(_RepairScanner(matcher(backend), stats, window, repair), chunks)
-    return MarkedLines(_Scanner(matcher(backend), stats, window), chunks)
+    return MarkedLines(_Scanner(matcher(backend), stats, window, quiet), chunks)
 
 
 def repair_of(head: bytes) -> Repair:
@@ -238,11 +284,15 @@ class MarkedLines:
 
 
 class _Scanner:
-    def __init__(self, m: Matcher, stats: InputStats, window: int) -> None:
+    def __init__(self, m: Matcher, stats: InputStats, window: int, quiet: bool = True) -> None:
         self.m, self.stats, self.window = m, stats, window
         self.carry = b""  # the unfinished last line of the chunks so far
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
+        self.periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
+        # Runs of metrics lines since the last other line handed on: origin key -> the run's
+        # latest line, held back (None: the line handed on last is the run's latest).
+        self.runs: dict[bytes, tuple[int, bytes] | None] = {}
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -271,6 +321,7 @@ class _Scanner:
         if self.carry and not self.skipping:
             yield from self._text(self.carry.decode("utf-8", "replace"), None)
         self.carry = b""
+        yield from self._emit(None)
 
     def _overflow(self) -> Iterator[Marked]:
         """A line still unfinished past MAX_LINE_CHARS: keep its last `\\r` frame, or cut it here."""
@@ -288,19 +339,57 @@ class _Scanner:
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
         """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
-        spots = [off for off, _ in self.m.hits(chunk) if start <= off <= last]
+        spots = self.m.hits(chunk)
+        spots.sort()
+        spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
-            spots = sorted(spots + self._long_lines(chunk, start, last))
-        pos = start
-        for off in spots:
+            spots = sorted(spots + [(off, -1) for off in self._long_lines(chunk, start, last)])
+        pos, k, n = start, 0, len(spots)
+        while k < n:
+            off = spots[k][0]
             if off < pos:
+                k += 1
                 continue  # another hit in a line already handed on
             line_start = chunk.rfind(b"\n", 0, off) + 1
             yield from self._skip(chunk, pos, line_start)
             end = chunk.find(b"\n", off)
-            yield from self._text(chunk[line_start:end].decode("utf-8", "replace"), True)
-            pos = end + 1
+            j = k + 1
+            while j < n and spots[j][0] < end:
+                j += 1
+            verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
+                if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
+            k, pos = j, end + 1
+            if verdict is None:
+                yield from self._text(chunk[line_start:end].decode("utf-8", "replace"), True)
+            elif verdict == REQUEST or verdict in self.runs:
+                self._quiet(chunk[line_start:end], verdict)
+            else:  # the first metrics line of its origin since other news
+                going = list(self.runs) if len(self.runs) < MAX_RUNS else []
+                yield from self._text(chunk[line_start:end].decode("utf-8", "replace"), True)
+                self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
+
+    def _quiet(self, line: bytes, verdict: bytes | str) -> None:
+        """A line the pipeline would read to no effect: a request line (dropped unread) or a
+        metrics line of the current run (held as its latest; the one before it is dropped).
+        Either ends a hard-wrap window, as the pipeline's `line_complete` would."""
+        self.window_left = 0
+        if verdict == REQUEST:
+            self.stats.lines += 1  # no longer than MAX_LINE_CHARS bytes (see _body): nothing to cut
+        else:  # decoded only if handed on; the one it replaces is dropped
+            self.stats.lines += 1
+            self.runs[verdict] = (self.stats.lines, line)
+
+    def _emit(self, marked: Marked | None) -> Iterator[Marked]:
+        """Hand on a line (None: only the held ones), the held metrics lines first, in order.
+        A line handed on ends every run (a metrics line that starts one re-opens its own)."""
+        held = sorted(m for m in self.runs.values() if m is not None)
+        self.runs = {}
+        for no, line in held:
+            text = line.decode("utf-8", "replace")
+            yield no, _last_frame(text) if "\r" in text else text, True, False  # as `_finish` cuts it
+        if marked is not None:
+            yield marked
 
     def _skip(self, chunk: bytes, pos: int, end: int) -> Iterator[Marked]:
         """Lines without hits: the first few after an anchor line are handed on, the rest only counted."""
@@ -334,7 +423,7 @@ class _Scanner:
         if grammar:
             self.window_left = self.window
         if grammar or evidence or in_window:
-            yield self.stats.lines, text, grammar, evidence
+            yield from self._emit((self.stats.lines, text, grammar, evidence))
 
 
 class _RepairScanner:
