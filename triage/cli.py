@@ -132,6 +132,7 @@ NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the l
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     from .pipeline import Options, load_rules, run
     from .read import open_source
+    from .report import found_failure
 
     args = _triage_parser().parse_args(argv)
     if args.no_redact:
@@ -158,7 +159,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
             if path != "-":
                 stream.close()
         reports.append(report)
-        failed = report.outcome == "failed" or bool(report.diagnoses)
+        failed = found_failure(report)
         worst = max(worst, EXIT_FAILURE_FOUND if failed else EXIT_OK)
     for fmt, out in targets:
         to_tty = out is None and is_tty

@@ -239,9 +239,13 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     results = [diagnose_attempt(a, rules, texts, len(attempts)) for a in attempts]
     last = results[-1]
     outcome = _outcome(last)
-    diagnoses = list(last.diagnoses) if last.fatal is not None else []
-    if last.fatal is not None:
-        for earlier in reversed(results[:-1]):
+    lead = _recovered_from(results) if outcome == "healthy" else None
+    if lead is not None:
+        outcome = "recovered"
+    lead = lead or last
+    diagnoses = list(lead.diagnoses) if lead.fatal is not None else []
+    if lead.fatal is not None:
+        for earlier in reversed(results[:results.index(lead)]):
             for d in earlier.diagnoses:
                 if all(d.id != x.id for x in diagnoses):
                     diagnoses.append(d.model_copy(update={"confidence": round(d.confidence * 0.8, 2)}))
@@ -249,6 +253,10 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     repeats = _trailing_repeats(summaries)
     summaries[-1].repeats = repeats
     notes = _notes(results, stats, timeline.dropped_attempts)
+    if outcome == "recovered":
+        notes.insert(0, f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "
+                        f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "
+                        "below are the failed attempt's")
     if repeats > 1:
         notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
                         "a restart loop")
@@ -260,12 +268,21 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
                         truncated_lines=stats.truncated_lines, compressed=stats.compressed),
         outcome=outcome,
         vllm=_vllm_info(last, timeline),
-        failure=_failure(last, texts),
-        facts=exported_facts(last.facts),
+        failure=_failure(lead, texts),
+        facts=exported_facts(lead.facts),
         diagnoses=diagnoses,
         attempts=summaries,
         notes=notes,
     )
+
+
+def _recovered_from(results: list[AttemptResult]) -> AttemptResult | None:
+    """The latest earlier attempt that failed, when the last one reached ready: a relaunch
+    that worked does not make the failure before it unworthy of a word."""
+    for earlier in reversed(results[:-1]):
+        if earlier.fatal is not None and not earlier.fatal.cut and earlier.diagnoses:
+            return earlier
+    return None
 
 
 def _trailing_repeats(summaries: list[AttemptSummary]) -> int:
@@ -349,7 +366,8 @@ def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: in
     notes = []
     if len(results) > 1:
         failed = sum(1 for r in results if r.fatal is not None)
-        notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
+        lead = "the failed one leads" if results[-1].fatal is None and failed else "the last one leads"
+        notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); {lead}")
     if dropped_attempts:
         notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
     if stats.indent:

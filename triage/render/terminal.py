@@ -13,7 +13,8 @@ from rich.text import Text
 from ..report import Report
 from .common import command_line, facts_line, headline
 
-OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow"}
+OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow",
+                 "recovered": "bold yellow"}
 
 
 def render(report: Report, width: int = 100, color: bool = False, **_: object) -> str:
