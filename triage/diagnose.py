@@ -79,6 +79,8 @@ def _describe(signal: Signal) -> str:
             return f"{e.wrapper} {e.name or ''}".strip()
         if isinstance(e, ev.SignalKilled):
             return e.signal
+        if isinstance(e, ev.ProcessCrash):
+            return e.detail or e.signal
     return signal.events[0].kind if signal.events else ""
 
 

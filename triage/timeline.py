@@ -31,10 +31,13 @@ ROOT_KINDS = frozenset({
     "torch_oom", "cuda_error_oom", "cpu_alloc_failed", "kv_too_small", "kv_needed", "no_cache_memory",
     "sampler_warmup_oom", "load_model_oom", "profiling_mismatch", "address_in_use", "hub_auth_error",
     "repo_not_found", "architecture_unsupported", "not_divisible", "not_enough_gpus", "capability_too_low",
-    "driver_problem", "nccl_error", "usage_error", "killed",
+    "driver_problem", "nccl_error", "usage_error", "killed", "process_crash",
 })
 # Errors that end a server that was already serving (the rest after readiness are per request).
-FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed"})
+FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed",
+                               "process_crash"})
+# Levels at which a line only mentions a crash (a warning that something may segfault).
+CHATTER_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
                   "concurrent.futures._base.CancelledError")
@@ -350,7 +353,8 @@ class Timeline:
         tb = chain.tracebacks[-1] if chain.tracebacks else None
         if tb is None or tb.exception is not None or not tb.frames:
             return
-        if attempt.signals and attempt.signals[-1].line > tb.frames[-1].line:
+        after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
+        if any(not _death_only(s) for s in after):  # a process exiting after it does not close it
             return
         attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
@@ -432,6 +436,11 @@ class Timeline:
         attempt.add_signal(signal)
 
 
+def _death_only(signal: Signal) -> bool:
+    """A signal that says only that a process ended (an exit status, a kill, a crash)."""
+    return all(e.kind in ("process_died", "killed", "process_crash") for e in signal.events)
+
+
 def _no_kv_cache(event: ev.Event) -> bool:
     """Figures that mean vLLM is about to raise: no KV cache at all, or not one full request.
 
@@ -479,6 +488,8 @@ def _keep_frame(chain: Chain | None) -> bool:
 
 
 def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
+    if isinstance(event, ev.ProcessCrash):
+        return line.level not in CHATTER_LEVELS
     if event.kind in ROOT_KINDS or event.kind == "process_died":
         return True
     if _no_kv_cache(event):
