@@ -124,8 +124,10 @@ class Signal:
 
     @property
     def weak(self) -> bool:
-        """Logged at WARNING or below outside a traceback: a cause, not yet the failure."""
-        return self.level in ("WARNING", "INFO", "DEBUG") and self.chain is None
+        """Logged at WARNING or below (a bare error, or a traceback a probe logged and the
+        process survived): context or a cause, not yet the failure. It ends the attempt only
+        when nothing at ERROR level, raised or printed bare, does."""
+        return self.level in CHATTER_LEVELS
 
     @property
     def implied(self) -> bool:
