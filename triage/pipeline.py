@@ -16,7 +16,8 @@ from .lines import Line, peel, starts_record, strip_ansi
 from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
 from .redact import redact_data
-from .scan import Marked, iter_marked
+from .reshape import Unfolded
+from .scan import Marked, iter_marked, matcher
 from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
 from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
 from .timeline import Timeline
@@ -77,8 +78,9 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
-                                                   wrap_sample=options.wrap_sample)):
+    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
+                         wrap_sample=options.wrap_sample)
+    for line, events in _events(Unfolded(marked, matcher().classify)):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)

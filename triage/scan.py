@@ -23,6 +23,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from functools import lru_cache
 
+from .reshape import mend_cut_start
 from .read import MAX_LINE_CHARS, InputStats, _finish, lines_of
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
@@ -328,6 +329,9 @@ class _Scanner:
         if in_window:
             self.window_left -= 1
         text = _finish(text, self.stats)
+        if self.stats.lines == 1:
+            text = mend_cut_start(text)
+            hit = None if hit is False else hit
         grammar = evidence = False
         if hit is not False:
             grammar, evidence = self.m.classify(text)
@@ -349,6 +353,8 @@ class _RepairScanner:
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         physical = ((self.stats.lines, line) for line in lines_of(chunks, self.stats))
         for no, text in repaired(physical, self.repair):
+            if no == 1:
+                text = mend_cut_start(text)
             if len(text) > MAX_LINE_CHARS:
                 text = text[:MAX_LINE_CHARS]
             in_window = self.window_left > 0
