@@ -65,6 +65,7 @@ _PROCESS = re.compile(
     r"\(?(?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
     r"(?:,? (?:rank=(?P<rank>\d+), )?pid=(?P<pid>\d{1,18}))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
 )  # also SkyPilot's `(task, pid=N)` and `(worker1, rank=1, pid=N, ip=...)`
+_BARE_PID = re.compile(r"\(pid=(?P<pid>\d{1,18})(?:, ip=[^)\s]*)?\)\s?")  # Ray's task output: `(pid=4242) `
 _RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
 _STAGE = re.compile(r"\[Stage-\d+\]\s")
 _VLLM_HEADER = re.compile(
@@ -143,6 +144,10 @@ def _strip_shapes(text: str) -> str:
 
 
 def _peel_process(text: str, origin: str, pid: int | None) -> tuple[str, str, int | None]:
+    if text.startswith("(pid="):
+        m = _BARE_PID.match(text)
+        if m:
+            return text[m.end():], origin or f"pid={m['pid']}", int(m["pid"])
     if text.startswith("(") or (" pid=" in text[:60] and text[:1].isalpha()):
         m = _PROCESS.match(text)
         if m and (m["pid"] or m["name"] in _PROCESS_NAMES_WITHOUT_PID):
