@@ -26,6 +26,7 @@ MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones ar
 RECENT_TEXTS = 2000
 MAX_JOINS = 3
 MAX_DOWNSTREAM = 8
+WRAP_MIN_CHARS = 60  # a line shorter than any terminal is wide was not cut by a wrap
 EVIDENCE_CHARS = 600
 
 
@@ -183,6 +184,8 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
             continue
         if anchored:
             events, ran_out = parse_line_detail(line)
+            # A long line whose anchor word states nothing may be a phrase a wrap cut in two.
+            ran_out = ran_out or (not events and len(line.text) >= WRAP_MIN_CHARS)
             if not ran_out and complete is not None:
                 complete()
             if progress is None:
@@ -219,6 +222,8 @@ def _progress_key(raw: str) -> str | None:
 def _continues(raw: str) -> bool:
     """A physical line that cannot start a message of its own: no prefix, no header, no indent
     (an indented line is a traceback's frame or source, never the rest of a message)."""
+    if raw[:1] == " " and raw[1:2] not in ("", " ", "\t"):  # a wrap that fell just before a space
+        return not starts_record(raw[1:])
     return bool(raw) and raw[0] not in " \t(" and not starts_record(raw)
 
 
