@@ -109,6 +109,8 @@ def _describe(signal: Signal) -> str:
             return e.signal
         if isinstance(e, ev.ProcessCrash):
             return e.detail or e.signal
+        if isinstance(e, ev.ErrorLine):
+            return e.message
     return signal.events[0].kind if signal.events else ""
 
 

@@ -184,6 +184,7 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
             continue
         if anchored:
             events, ran_out = parse_line_detail(line)
+            events = events or _error_line(line)
             # A long line whose anchor word states nothing may be a phrase a wrap cut in two.
             ran_out = ran_out or (not events and len(line.text) >= WRAP_MIN_CHARS)
             if not ran_out and complete is not None:
@@ -217,6 +218,18 @@ def _progress_key(raw: str) -> str | None:
         return None
     m = _PROGRESS.search(raw, 0, 400)
     return raw[: m.start()].rstrip() if m else None
+
+
+def _error_line(line: Line) -> list[ev.Event]:
+    """A line logged at ERROR/CRITICAL by a logger (its header says so) whose words no rule of
+    the grammar knows: kept as an `error_line`, so a failure is seen without known text.
+    Pieces of a logged traceback (frames, source, carets, chain notes) are not such lines."""
+    text = line.text
+    if not line.headed or line.level not in ("ERROR", "CRITICAL") or len(text) < 8 or text[:1] in " \t^~":
+        return []
+    if text.startswith(("Traceback", "During handling", "The above exception", "Exception in ")):
+        return []
+    return [ev.ErrorLine(line=line.no, origin=line.origin, pid=line.pid, message=text[:300])]
 
 
 def _continues(raw: str) -> bool:

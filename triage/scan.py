@@ -189,7 +189,13 @@ def _matcher(backend: str | None) -> Matcher:
     from .bundle import WORDS
     from .parse import number_words, prefilter_words
 
-    return Matcher(prefilter_words(), WORDS, backend, number_words())
+    return Matcher((*prefilter_words(), *LEVEL_WORDS), WORDS, backend, number_words())
+
+
+# A logged ERROR/CRITICAL line states a failure even in words the grammar does not know
+# (pipeline._error_line): such lines are handed on too. No grammar anchor starts with them,
+# so the parser spends nothing on them.
+LEVEL_WORDS = ("ERROR ", "CRITICAL ")
 
 
 def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,

@@ -11,6 +11,7 @@ most recent events, signals and tracebacks, plus the signals that can still end 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import events as ev
@@ -219,7 +220,7 @@ class Attempt:
                 if cause is not None:
                     return cause
         else:
-            live = [s for s in self.signals if not s.shutdown]
+            live = _ended(s for s in self.signals if not s.shutdown)
         roots = [s for s in live if s.root]
         # An error raised beats one only logged as a warning, which beats figures that imply one.
         stated = [s for s in roots if not s.implied and not s.weak]
@@ -438,6 +439,23 @@ class Timeline:
         attempt.add_signal(signal)
 
 
+def _ended(signals: Iterable[Signal]) -> list[Signal]:
+    """Signals that can end an attempt: a logged error line no rule knows counts only when a
+    process death follows it (an exit status, a crash, a kill, a dead worker), and then only
+    the last such line before the death (it says what the process died of)."""
+    out: list[Signal] = []
+    pending: Signal | None = None
+    for s in signals:
+        if all(e.kind == "error_line" for e in s.events):
+            pending = s
+            continue
+        if pending is not None and _death_only(s):
+            out.append(pending)
+        pending = None if _death_only(s) else pending
+        out.append(s)
+    return out
+
+
 def _death_only(signal: Signal) -> bool:
     """A signal that says only that a process ended (an exit status, a kill, a crash)."""
     return all(e.kind in ("process_died", "killed", "process_crash") for e in signal.events)
@@ -490,6 +508,8 @@ def _keep_frame(chain: Chain | None) -> bool:
 
 
 def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
+    if isinstance(event, ev.ErrorLine):
+        return True
     if isinstance(event, ev.ProcessCrash):
         return line.level not in CHATTER_LEVELS
     if event.kind in ROOT_KINDS or event.kind == "process_died":
