@@ -481,6 +481,9 @@ class ToEvents(Transformer):
         signal = next((sig for word, sig in _CRASH_SIGNALS if word in text), "SIGABRT")
         return {"kind": "process_crash", "signal": signal, "detail": f"{text} {tail or ''}".strip()[:300]}
 
+    def supervisor(self, head, tail=None):
+        return {"kind": "process_died", "name": "the server's container or unit", "wrapper": str(head)}
+
     def exit_code(self, head, tail=None):
         code = int(re.sub(r"\D", "", str(head)))
         if code in (137, 135):  # `Exited (137)`: the kill forms that exit_status reads elsewhere
