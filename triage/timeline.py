@@ -11,10 +11,10 @@ most recent events, signals and tracebacks, plus the signals that can still end 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import events as ev
+from .deaths import death_only, ended
 from .lines import Line
 from .phases import FRAME_PHASES, phase_of_frames
 
@@ -220,7 +220,7 @@ class Attempt:
                 if cause is not None:
                     return cause
         else:
-            live = _ended(s for s in self.signals if not s.shutdown)
+            live = ended(s for s in self.signals if not s.shutdown)
         roots = [s for s in live if s.root]
         # An error raised beats one only logged as a warning, which beats figures that imply one.
         stated = [s for s in roots if not s.implied and not s.weak]
@@ -357,7 +357,7 @@ class Timeline:
         if tb is None or tb.exception is not None or not tb.frames:
             return
         after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
-        if any(not _death_only(s) for s in after):  # a process exiting after it does not close it
+        if any(not death_only(s) for s in after):  # a process exiting after it does not close it
             return
         attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
@@ -437,28 +437,6 @@ class Timeline:
                     previous.chain = chain
                 return
         attempt.add_signal(signal)
-
-
-def _ended(signals: Iterable[Signal]) -> list[Signal]:
-    """Signals that can end an attempt: a logged error line no rule knows counts only when a
-    process death follows it (an exit status, a crash, a kill, a dead worker), and then only
-    the last such line before the death (it says what the process died of)."""
-    out: list[Signal] = []
-    pending: Signal | None = None
-    for s in signals:
-        if all(e.kind == "error_line" for e in s.events):
-            pending = s
-            continue
-        if pending is not None and _death_only(s):
-            out.append(pending)
-        pending = None if _death_only(s) else pending
-        out.append(s)
-    return out
-
-
-def _death_only(signal: Signal) -> bool:
-    """A signal that says only that a process ended (an exit status, a kill, a crash)."""
-    return all(e.kind in ("process_died", "killed", "process_crash") for e in signal.events)
 
 
 def _no_kv_cache(event: ev.Event) -> bool:
