@@ -422,7 +422,7 @@ class SignalKilled(Event):
 
 class ProcessCrash(Event):
     """A process ended by a fatal signal or a native abort with no Python error to say why
-    (`Segmentation fault (core dumped)`, `Fatal Python error: Aborted`, a C++ terminate, the
+    (`Segmentation fault (core dumped)`, `Fatal Python error: Aborted`, an uncaught native exception, the
     HSA runtime's `Memory access fault by GPU`): the attempt failed even if no rule knows why."""
 
     kind: Literal["process_crash"] = "process_crash"
