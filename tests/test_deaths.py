@@ -73,3 +73,12 @@ def test_an_error_after_a_warning_level_traceback_is_the_failure():
     report = triage_text(HEAD + survived + fatal)
     assert report.failure is not None and report.failure.exception == "NotImplementedError"
     assert "beta" in report.diagnoses[0].explanation  # the package whose frame raised it
+
+
+def test_system_exit_with_a_failing_status_is_a_failure_and_a_clean_one_is_not():
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/srv/launch.py", line 40, in <module>\n'
+          "    sys.exit(main())\n")
+    failed = triage_text(HEAD + tb + "SystemExit: 2\n")
+    assert failed.outcome == "failed" and failed.failure is not None and failed.failure.exception == "SystemExit"
+    assert triage_text(HEAD + tb + "SystemExit: 0\n").outcome == "incomplete"

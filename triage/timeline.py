@@ -137,7 +137,10 @@ class Signal:
 
     @property
     def shutdown(self) -> bool:
+        """Stopped on purpose; `SystemExit: 1` (or a message) is an exit that failed."""
         exc = self.exception
+        if exc is not None and exc.type.endswith("SystemExit") and exc.message.strip() not in ("", "0", "None"):
+            return False
         return exc is not None and exc.type.endswith(SHUTDOWN_TYPES)
 
     @property
