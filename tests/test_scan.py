@@ -42,7 +42,7 @@ NUMBERS = number_words()
 
 def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
     stats = InputStats("ref")
-    grammar, evidence = prefilter_words(), WORDS
+    grammar, evidence = (*prefilter_words(), *scan.LEVEL_WORDS), WORDS
     out, left = [], 0
     lines = enumerate(iter_lines(io.BytesIO(data), stats), 1)
     repair = scan.repair_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))

@@ -21,14 +21,7 @@ WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}
 
 # Corpus logs (new with the corpus of taxonomy v2) whose diagnosis a hard wrap still changes,
 # by width, with why. A fix fails the test until its entry is removed.
-WRAP_KNOWN_MISSES: dict[int, dict[str, str]] = {
-    80: {"host-mem-v06x-got-ocr-killed-after-cpu-blocks":
-         "wrapped: host_memory_exhausted/failed becomes incomplete (not yet investigated)"},
-    120: {"parallelism-v06x-gpustack-internvl25-78b-awq-tp3-64-heads":
-          "wrapped: parallelism_mismatch becomes unknown_failure/incomplete (not yet investigated)",
-          "shm-v011-llm-d-dp16-k8s-nccl-shm-leak-no-space":
-          "wrapped: shared_memory_exhausted/failed becomes incomplete (not yet investigated)"},
-}
+WRAP_KNOWN_MISSES: dict[int, dict[str, str]] = {}
 
 
 def hard_wrap(text: str, width: int) -> str:

@@ -196,6 +196,7 @@ def _init(options) -> None:
 def _triage_one(path: str) -> tuple[str, str, str]:
     from .pipeline import run
     from .read import open_source
+    from .report import found_failure
 
     try:
         stream, _ = open_source(path)
@@ -205,7 +206,7 @@ def _triage_one(path: str) -> tuple[str, str, str]:
         return path, _error_line(path, str(exc)), "error"
     except Exception as exc:  # noqa: BLE001 - one bad log must not stop the batch
         return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), "error"
-    status = "failed" if report.outcome == "failed" or report.diagnoses else report.outcome
+    status = "failed" if found_failure(report) else report.outcome
     primary = report.diagnoses[0].id if report.diagnoses else None
     return path, report.model_dump_json(), f"{status}:{primary}" if primary else status
 
@@ -234,7 +235,7 @@ def summary(results: list[tuple[str, str, str]], elapsed: float, jobs: int) -> s
     width = max([len(c) for c in causes] + [24])
     rows = [f"{'primary cause':<{width}}  logs"]
     rows += [f"{c:<{width}}  {n:>4}" for c, n in sorted(causes.items(), key=lambda cn: (-cn[1], cn[0]))]
-    rows += [f"{label:<{width}}  {other[label]:>4}" for label in ("healthy", "incomplete", "error") if other[label]]
+    rows += [f"{label:<{width}}  {other[label]:>4}" for label in ("healthy", "recovered", "incomplete", "error") if other[label]]
     text = head + "\n" + "\n".join(rows) + "\n"
     if errors:
         text += "\nunreadable:\n" + "\n".join(errors[:50]) + "\n"

@@ -41,7 +41,7 @@ SUMMARIES: dict[str, str] = {
     "serve": "the HTTP backend for chat bots and CI (extra: [server])",
 }
 EXIT_STATUS = """exit status:
-  0  no failure found (a healthy or incomplete log), or --exit-zero
+  0  no failure found (a healthy, incomplete or recovered log), or --exit-zero
   1  a failure was found in some log (diagnosed or not)
   2  usage, input or rule-pack error; also when one of several logs could not be read
      (the others are still reported)"""
@@ -173,6 +173,7 @@ NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the l
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     from .conventions import output_path
     from .pipeline import Options, load_rules
+    from .report import found_failure
 
     args = _triage_parser().parse_args(argv)
     stderr = stderr or sys.stderr
@@ -190,7 +191,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     targets = _targets(args, stdout)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
-    worst = max([EXIT_OK] + [EXIT_FAILURE_FOUND for r in reports if r.outcome == "failed" or r.diagnoses])
+    worst = max([EXIT_OK] + [EXIT_FAILURE_FOUND for r in reports if found_failure(r)])
     if reports:
         _render_targets(reports, targets, args, stdout, options.redact)
     if unreadable:

@@ -10,6 +10,7 @@ earlier attempts follow it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,6 +48,8 @@ class FailureView(BaseModel):
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
     phase_frames: list[str] = []  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
+    package: str | None = None  # the installed package whose code raised it (the innermost frame's)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -63,8 +66,33 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
         exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
         phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
-        where=_where(chain_frames),
+        where=_where(chain_frames), root=_root(signal), package=_package(signal),
     )
+
+
+def _root(signal: Signal) -> str | None:
+    """The first exception of the fatal chain: the cause, not the wrapper that re-raised it."""
+    chain = signal.chain
+    first = next((tb.exception for tb in chain.tracebacks if tb.exception), None) if chain else None
+    first = first or signal.exception
+    return f"{first.type}: {first.message}".strip(": ")[:2000] if first else None
+
+
+def _package(signal: Signal) -> str | None:
+    """The package of the innermost frame of the root traceback that lives in an installed
+    package (site-packages/dist-packages): who to blame when no rule knows the error."""
+    chain = signal.chain
+    if chain is None:
+        return None
+    root = next((tb for tb in chain.tracebacks if tb.exception), chain.tracebacks[0] if chain.tracebacks else None)
+    for frame in reversed(root.frames if root else []):
+        m = _PACKAGE.search(frame.file)
+        if m:
+            return m.group(1)
+    return None
+
+
+_PACKAGE = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_][\w]*)")
 
 
 def _where(frames: list[ev.Frame]) -> str | None:
@@ -80,6 +108,10 @@ def _describe(signal: Signal) -> str:
             return f"{e.wrapper} {e.name or ''}".strip()
         if isinstance(e, ev.SignalKilled):
             return e.signal
+        if isinstance(e, ev.ProcessCrash):
+            return e.detail or e.signal
+        if isinstance(e, ev.ErrorLine):
+            return e.message
     return signal.events[0].kind if signal.events else ""
 
 

@@ -428,6 +428,16 @@ class SignalKilled(Event):
     signal: str = "SIGKILL"
 
 
+class ProcessCrash(Event):
+    """A process ended by a fatal signal or a native abort with no Python error to say why
+    (`Segmentation fault (core dumped)`, `Fatal Python error: Aborted`, an uncaught native exception, the
+    HSA runtime's `Memory access fault by GPU`): the attempt failed even if no rule knows why."""
+
+    kind: Literal["process_crash"] = "process_crash"
+    signal: str  # SIGSEGV, SIGABRT, SIGILL, SIGFPE
+    detail: str = ""
+
+
 # --- evidence bundles: nvidia-smi, fuser, collect_env ------------------------------------
 
 

@@ -63,13 +63,14 @@ _LOGGER_PEELERS = [
 _COMPOSE = re.compile(r"(?P<svc>[\w.\-\[\]@/]{1,64})\s+\| ?")
 _PROCESS = re.compile(
     r"\(?(?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
-    r"(?: pid=(?P<pid>\d{1,18}))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
-)
+    r"(?:,? (?:rank=(?P<rank>\d+), )?pid=(?P<pid>\d{1,18}))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
+)  # also SkyPilot's `(task, pid=N)` and `(worker1, rank=1, pid=N, ip=...)`
+_BARE_PID = re.compile(r"\(pid=(?P<pid>\d{1,18})(?:, ip=[^)\s]*)?\)\s?")  # Ray's task output: `(pid=4242) `
 _RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
 _STAGE = re.compile(r"\[Stage-\d+\]\s")
 _VLLM_HEADER = re.compile(
-    rf"(?P<level>{LEVELS}) (?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<source>[^\]\s]+:\d+)\] ?"
-)
+    rf"(?P<level>{LEVELS}) (?:\d{{4}}-)?(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<source>[^\]\s]+:\d+)\] ?"
+)  # NVIDIA NIM's own logger writes the year: `INFO 2024-06-05 17:41:59.436 ngc_profile.py:222] `
 _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
 _QUOTE = re.compile(r"(?:>\s?)+")
 # `grep -n` (N:) and its context lines (N-), `nl`/`cat -n` (N and blanks): peeled only before
@@ -78,6 +79,14 @@ _NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceb
                        r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)")
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
+# An editor's or grep tool's search results (Notepad++ "Find in Files", VS Code): `\tLine 57: `.
+_SEARCH_HIT = re.compile(r"[ \t]*Line \d{1,9}: ")
+# tmux/screen copy mode's position marker `[31/357]`, copied at the end of the screen's top line.
+_TMUX_MARK = re.compile(r"\s*\[(\d{1,7})/(\d{1,7})\]$")
+# PowerShell wraps a native command's first stderr line (`python.exe : <line>`) and follows it
+# with an error record: `At line:1 char:1`, `+ CategoryInfo : ...`, `+ FullyQualifiedErrorId : ...`.
+_PS_NATIVE = re.compile(r"(?:[\w.\-]+\.exe|python\d?|vllm|py) : (?=\S)")
+_PS_RECORD = re.compile(r"\s*(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId)\s+: )")
 _RAY_REPEAT = re.compile(r"\[repeated (\d{1,18})x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
 _RAY_DEDUP_NOTE = re.compile(r"\(Ray deduplicates logs by default\..*\)\s*$")
 _PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}
@@ -96,7 +105,7 @@ def strip_ansi(text: str) -> str:
 
 def peel(raw: str, no: int) -> Line:
     """Reduce a physical line to its message, recording level, time, source and origin."""
-    text = strip_ansi(raw).rstrip()
+    text = _strip_shapes(strip_ansi(raw).rstrip())
     origin, pid, level, time, source, headed = "", None, None, None, None, False
     for _ in range(12):  # a hard bound: stacked prefixes never go this deep
         before = text
@@ -114,11 +123,35 @@ def peel(raw: str, no: int) -> Line:
     return Line(no, text, origin, pid, _norm_level(level), time, source, repeat, raw, headed)
 
 
+def _strip_shapes(text: str) -> str:
+    """What a tool around the log added to a whole line: a search tool's `Line N:`, a tmux
+    position marker at its end, PowerShell's native-command wrapper and error record (the
+    record repeats a line already read: it states nothing)."""
+    if text.endswith("]") and "/" in text[-16:]:
+        m = _TMUX_MARK.search(text)
+        if m and int(m[1]) <= int(m[2]) and not text[: m.start()].rstrip().endswith("|"):
+            text = text[: m.start()].rstrip()
+    if text[:1] in (" ", "\t", "L"):
+        m = _SEARCH_HIT.match(text)
+        if m:
+            text = text[m.end():]
+        elif _PS_RECORD.match(text):
+            return ""
+    elif text[:1] == "A" and _PS_RECORD.match(text):
+        return ""
+    m = _PS_NATIVE.match(text)
+    return text[m.end():] if m else text
+
+
 def _peel_process(text: str, origin: str, pid: int | None) -> tuple[str, str, int | None]:
+    if text.startswith("(pid="):
+        m = _BARE_PID.match(text)
+        if m:
+            return text[m.end():], origin or f"pid={m['pid']}", int(m["pid"])
     if text.startswith("(") or (" pid=" in text[:60] and text[:1].isalpha()):
         m = _PROCESS.match(text)
         if m and (m["pid"] or m["name"] in _PROCESS_NAMES_WITHOUT_PID):
-            name = m["name"]
+            name = m["name"] if m["rank"] is None else f"{m['name']} rank={m['rank']}"
             new_pid = int(m["pid"]) if m["pid"] else None
             label = name if "rank=" in name or not new_pid else f"{name} pid={new_pid}"
             return text[m.end():], label, new_pid
@@ -189,7 +222,8 @@ def _norm_level(level: str | None) -> str | None:
 # head or frame, the exception that ends it, a table rule or row, a date. A continuation
 # can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
 _RECORD_START = re.compile(rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
-                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)")
+                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
+                           r"|(?:Killed|Terminated|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$")  # a shell's job report
 
 
 def starts_record(line: str) -> bool:

@@ -25,7 +25,7 @@ from .cli import _Parser, _terminal_width, _write, render_all
 from .errors import InputError, TriageError, UsageError
 from .pipeline import Options, load_rules
 from .read import CHUNK_SIZE, MAX_LINE_CHARS, _last_frame
-from .report import Report
+from .report import Report, found_failure
 
 PUMP_CHUNK = 64 * 1024
 FEED_LIMIT = 4 << 20          # bytes queued for the pipeline before a writer waits (or skips)
@@ -172,7 +172,7 @@ class Watch:
 
 
 def _failed(report: Report) -> bool:
-    return report.outcome == "failed" or bool(report.diagnoses)
+    return found_failure(report)
 
 
 def _emit(report: Report, fmt: str | None, out: str | None, stream: IO[str], redact: bool = True,
@@ -454,7 +454,7 @@ def follow_command(args, stdout: IO[str]) -> int:
         raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     report, ready = follow(args.follow, args.timeout, options, load_rules(args.rules))
-    healthy = report.outcome == "healthy"
+    healthy = report.outcome in ("healthy", "recovered")
     for fmt, out in args.outputs or [(None, None)]:
         if out is not None or not healthy:  # once ready, stdout gets one line (files still get the report)
             _emit(report, fmt, out, stdout, options.redact, args.color, args.width)

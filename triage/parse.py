@@ -33,7 +33,7 @@ START_RULES = (
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
     "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
-    "systemd_oom", "phase_call",
+    "systemd_oom", "phase_call", "crash", "exit_code", "supervisor",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed", "phase_call"})
@@ -148,6 +148,10 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "USAGE_HEAD": (": error: ",),
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
     "EXIT_STATUS": ("exited with code 13", "Exit Code: 13", "OOMKilled"),
+    "CRASH": ("Segmentation fault", "Illegal instruction", "Floating point exception", "Aborted",
+              "Fatal Python error: ", "terminate called after throwing", "Memory access fault by GPU"),
+    "EXIT_CODE": ("exited with code ", "Exit Code: ", "Exited ("),
+    "SUPERVISOR_FAILED": ("Back-off restarting failed container", "CrashLoopBackOff", "Failed with result '"),
     "NOT_DIVISIBLE_BY": (" is not divisible by ",),
     "DTYPE_FOR_QUANT": (" is not supported for quantization method",),
     "QUOTED_TICK": ("`",),
@@ -215,7 +219,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "FRAME_FILE": "", "V0_WORKER_DIED": r"[\w\- ]", "ERRNO_ADDR": "", "HTTP_AUTH": "", "NCCL_HEAD": "",
     "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
     "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
-    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "",
+    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "", "CRASH": "", "EXIT_CODE": "", "SUPERVISOR_FAILED": "",
 }
 
 

@@ -16,7 +16,8 @@ from .lines import Line, peel, starts_record, strip_ansi
 from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
 from .redact import redact_data
-from .scan import Marked, iter_marked
+from .reshape import Unfolded
+from .scan import Marked, iter_marked, matcher
 from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
 from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
 from .timeline import Timeline
@@ -25,6 +26,7 @@ MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones ar
 RECENT_TEXTS = 2000
 MAX_JOINS = 3
 MAX_DOWNSTREAM = 8
+WRAP_MIN_CHARS = 60  # a line shorter than any terminal is wide was not cut by a wrap
 EVIDENCE_CHARS = 600
 
 
@@ -77,8 +79,9 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    for line, events in _events(iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
-                                                   wrap_sample=options.wrap_sample)):
+    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
+                         wrap_sample=options.wrap_sample)
+    for line, events in _events(Unfolded(marked, matcher().classify)):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -181,6 +184,9 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
             continue
         if anchored:
             events, ran_out = parse_line_detail(line)
+            events = events or _error_line(line)
+            # A long line whose anchor word states nothing may be a phrase a wrap cut in two.
+            ran_out = ran_out or (not events and len(line.text) >= WRAP_MIN_CHARS)
             if not ran_out and complete is not None:
                 complete()
             if progress is None:
@@ -214,9 +220,23 @@ def _progress_key(raw: str) -> str | None:
     return raw[: m.start()].rstrip() if m else None
 
 
+def _error_line(line: Line) -> list[ev.Event]:
+    """A line logged at ERROR/CRITICAL by a logger (its header says so) whose words no rule of
+    the grammar knows: kept as an `error_line`, so a failure is seen without known text.
+    Pieces of a logged traceback (frames, source, carets, chain notes) are not such lines."""
+    text = line.text
+    if not line.headed or line.level not in ("ERROR", "CRITICAL") or len(text) < 8 or text[:1] in " \t^~":
+        return []
+    if text.startswith(("Traceback", "During handling", "The above exception", "Exception in ")):
+        return []
+    return [ev.ErrorLine(line=line.no, origin=line.origin, pid=line.pid, message=text[:300])]
+
+
 def _continues(raw: str) -> bool:
     """A physical line that cannot start a message of its own: no prefix, no header, no indent
     (an indented line is a traceback's frame or source, never the rest of a message)."""
+    if raw[:1] == " " and raw[1:2] not in ("", " ", "\t"):  # a wrap that fell just before a space
+        return not starts_record(raw[1:])
     return bool(raw) and raw[0] not in " \t(" and not starts_record(raw)
 
 
@@ -239,9 +259,13 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     results = [diagnose_attempt(a, rules, texts, len(attempts)) for a in attempts]
     last = results[-1]
     outcome = _outcome(last)
-    diagnoses = list(last.diagnoses) if last.fatal is not None else []
-    if last.fatal is not None:
-        for earlier in reversed(results[:-1]):
+    lead = _recovered_from(results) if outcome == "healthy" else None
+    if lead is not None:
+        outcome = "recovered"
+    lead = lead or last
+    diagnoses = list(lead.diagnoses) if lead.fatal is not None else []
+    if lead.fatal is not None:
+        for earlier in reversed(results[:results.index(lead)]):
             for d in earlier.diagnoses:
                 if all(d.id != x.id for x in diagnoses):
                     diagnoses.append(d.model_copy(update={"confidence": round(d.confidence * 0.8, 2)}))
@@ -249,6 +273,10 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     repeats = _trailing_repeats(summaries)
     summaries[-1].repeats = repeats
     notes = _notes(results, stats, timeline.dropped_attempts)
+    if outcome == "recovered":
+        notes.insert(0, f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "
+                        f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "
+                        "below are the failed attempt's")
     if repeats > 1:
         notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
                         "a restart loop")
@@ -260,12 +288,21 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
                         truncated_lines=stats.truncated_lines, compressed=stats.compressed),
         outcome=outcome,
         vllm=_vllm_info(last, timeline),
-        failure=_failure(last, texts),
-        facts=exported_facts(last.facts),
+        failure=_failure(lead, texts),
+        facts=exported_facts(lead.facts),
         diagnoses=diagnoses,
         attempts=summaries,
         notes=notes,
     )
+
+
+def _recovered_from(results: list[AttemptResult]) -> AttemptResult | None:
+    """The latest earlier attempt that failed, when the last one reached ready: a relaunch
+    that worked does not make the failure before it unworthy of a word."""
+    for earlier in reversed(results[:-1]):
+        if earlier.fatal is not None and not earlier.fatal.cut and earlier.diagnoses:
+            return earlier
+    return None
 
 
 def _trailing_repeats(summaries: list[AttemptSummary]) -> int:
@@ -349,7 +386,8 @@ def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: in
     notes = []
     if len(results) > 1:
         failed = sum(1 for r in results if r.fatal is not None)
-        notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); the last one leads")
+        lead = "the failed one leads" if results[-1].fatal is None and failed else "the last one leads"
+        notes.append(f"the log holds {len(results)} startup attempts ({failed} failed); {lead}")
     if dropped_attempts:
         notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
     if stats.indent:

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import __version__
 
 SCHEMA_VERSION = 1
-Outcome = Literal["failed", "healthy", "incomplete"]
+# "recovered": an earlier startup attempt failed and the last one reached ready (additive in
+# schema 1: the diagnoses are the failed attempt's, the exit code is 0).
+Outcome = Literal["failed", "healthy", "incomplete", "recovered"]
 
 
 class _Model(BaseModel):
@@ -126,6 +128,12 @@ class BatchError(_Model):
 
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def found_failure(report: Report) -> bool:
+    """Whether a report means "the server is not up": what exit code 1 says. A recovered log
+    carries the failed attempt's diagnoses, but its server came up."""
+    return report.outcome == "failed" or (report.outcome != "recovered" and bool(report.diagnoses))
 
 
 def json_schema() -> dict[str, Any]:

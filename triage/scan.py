@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from .periodic import METRICS_WORD, REQUEST, Periodic
 from .read import MAX_LINE_CHARS, InputStats, _finish, _last_frame, lines_of
+from .reshape import mend_cut_start
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
@@ -231,7 +232,13 @@ def _matcher(backend: str | None) -> Matcher:
     from .bundle import WORDS
     from .parse import number_words, prefilter_words
 
-    return Matcher(prefilter_words(), WORDS, backend, number_words())
+    return Matcher((*prefilter_words(), *LEVEL_WORDS), WORDS, backend, number_words())
+
+
+# A logged ERROR/CRITICAL line states a failure even in words the grammar does not know
+# (pipeline._error_line): such lines are handed on too. No grammar anchor starts with them,
+# so the parser spends nothing on them.
+LEVEL_WORDS = ("ERROR ", "CRITICAL ")
 
 
 def iter_marked(chunks: Iterable[bytes], stats: InputStats, window: int = 0,
@@ -417,6 +424,9 @@ class _Scanner:
         if in_window:
             self.window_left -= 1
         text = _finish(text, self.stats)
+        if self.stats.lines == 1:
+            text = mend_cut_start(text)
+            hit = None if hit is False else hit
         grammar = evidence = False
         if hit is not False:
             grammar, evidence = self.m.classify(text)
@@ -438,6 +448,8 @@ class _RepairScanner:
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         physical = ((self.stats.lines, line) for line in lines_of(chunks, self.stats))
         for no, text in repaired(physical, self.repair):
+            if no == 1:
+                text = mend_cut_start(text)
             if len(text) > MAX_LINE_CHARS:
                 text = text[:MAX_LINE_CHARS]
             in_window = self.window_left > 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import events as ev
+from .deaths import death_only, ended
 from .lines import Line
 from .phases import FRAME_PHASES, phase_of_frames
 
@@ -31,10 +32,13 @@ ROOT_KINDS = frozenset({
     "torch_oom", "cuda_error_oom", "cpu_alloc_failed", "kv_too_small", "kv_needed", "no_cache_memory",
     "sampler_warmup_oom", "load_model_oom", "profiling_mismatch", "address_in_use", "hub_auth_error",
     "repo_not_found", "architecture_unsupported", "not_divisible", "not_enough_gpus", "capability_too_low",
-    "driver_problem", "nccl_error", "usage_error", "killed",
+    "driver_problem", "nccl_error", "usage_error", "killed", "process_crash",
 })
 # Errors that end a server that was already serving (the rest after readiness are per request).
-FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed"})
+FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed",
+                               "process_crash"})
+# Levels at which a line only mentions a crash (a warning that something may segfault).
+CHATTER_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
                   "concurrent.futures._base.CancelledError")
@@ -121,8 +125,10 @@ class Signal:
 
     @property
     def weak(self) -> bool:
-        """Logged at WARNING or below outside a traceback: a cause, not yet the failure."""
-        return self.level in ("WARNING", "INFO", "DEBUG") and self.chain is None
+        """Logged at WARNING or below (a bare error, or a traceback a probe logged and the
+        process survived): context or a cause, not yet the failure. It ends the attempt only
+        when nothing at ERROR level, raised or printed bare, does."""
+        return self.level in CHATTER_LEVELS
 
     @property
     def implied(self) -> bool:
@@ -131,7 +137,10 @@ class Signal:
 
     @property
     def shutdown(self) -> bool:
+        """Stopped on purpose; `SystemExit: 1` (or a message) is an exit that failed."""
         exc = self.exception
+        if exc is not None and exc.type.endswith("SystemExit") and exc.message.strip() not in ("", "0", "None"):
+            return False
         return exc is not None and exc.type.endswith(SHUTDOWN_TYPES)
 
     @property
@@ -214,7 +223,7 @@ class Attempt:
                 if cause is not None:
                     return cause
         else:
-            live = [s for s in self.signals if not s.shutdown]
+            live = ended(s for s in self.signals if not s.shutdown)
         roots = [s for s in live if s.root]
         # An error raised beats one only logged as a warning, which beats figures that imply one.
         stated = [s for s in roots if not s.implied and not s.weak]
@@ -350,7 +359,8 @@ class Timeline:
         tb = chain.tracebacks[-1] if chain.tracebacks else None
         if tb is None or tb.exception is not None or not tb.frames:
             return
-        if attempt.signals and attempt.signals[-1].line > tb.frames[-1].line:
+        after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
+        if any(not death_only(s) for s in after):  # a process exiting after it does not close it
             return
         attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
@@ -479,6 +489,10 @@ def _keep_frame(chain: Chain | None) -> bool:
 
 
 def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
+    if isinstance(event, ev.ErrorLine):
+        return True
+    if isinstance(event, ev.ProcessCrash):
+        return line.level not in CHATTER_LEVELS
     if event.kind in ROOT_KINDS or event.kind == "process_died":
         return True
     if _no_kv_cache(event):

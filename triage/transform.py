@@ -479,9 +479,26 @@ class ToEvents(Transformer):
     def killed(self, _tok):
         return {"kind": "killed"}
 
+    def crash(self, head, tail=None):
+        text = str(head)
+        signal = next((sig for word, sig in _CRASH_SIGNALS if word in text), "SIGABRT")
+        return {"kind": "process_crash", "signal": signal, "detail": f"{text} {tail or ''}".strip()[:300]}
+
+    def supervisor(self, head, tail=None):
+        return {"kind": "process_died", "name": "the server's container or unit", "wrapper": str(head)}
+
+    def exit_code(self, head, tail=None):
+        code = int(re.sub(r"\D", "", str(head)))
+        if code in (137, 135):  # `Exited (137)`: the kill forms that exit_status reads elsewhere
+            return {"kind": "killed", "signal": "SIGBUS" if code == 135 else "SIGKILL"}
+        return {"kind": "process_died", "exit_code": code, "wrapper": str(head).strip()}
+
     def usage_error(self, head, tail=None):
         return {"kind": "usage_error", "message": str(tail or "")[:300]}
 
+
+_CRASH_SIGNALS = (("Segmentation fault", "SIGSEGV"), ("Illegal instruction", "SIGILL"),
+                  ("Floating point exception", "SIGFPE"))
 
 _DRIVER_PROBLEMS = {
     "no kernel image is available for execution on the device": "no kernel image for this GPU",

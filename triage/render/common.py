@@ -28,6 +28,10 @@ def headline(report: Report) -> str:
     if report.outcome == "failed" and report.failure:
         where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure.phase else ""
         state = f"FAILED{where} (line {report.failure.line}{', ' + report.failure.origin if report.failure.origin else ''})"
+    elif report.outcome == "recovered":
+        where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure and report.failure.phase else ""
+        at = f" (line {report.failure.line})" if report.failure else ""
+        state = f"recovered: an earlier attempt failed{where}{at}; the relaunch reached ready"
     elif report.outcome == "healthy":
         state = "healthy: the server reached ready, nothing fatal found"
     elif report.failure:

@@ -35,6 +35,10 @@ def command(kind: str, message: str, **properties: object) -> str:
 
 
 def render(report: Report, **_: object) -> str:
+    if report.outcome == "recovered":  # the server came up: a warning, not an error
+        causes = "; ".join(f"{d.id}: {d.title}" for d in report.diagnoses)
+        return command("warning", f"{headline(report)}. The failed attempt: {causes}",
+                       **_location(report), title="vllm-triage: recovered")
     if report.diagnoses:
         return _diagnosed(report)
     if report.outcome == "failed":

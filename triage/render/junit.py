@@ -49,6 +49,11 @@ def document(cases: list[ET.Element]) -> str:
 
 
 def _testcases(report: Report) -> list[ET.Element]:
+    if report.outcome == "recovered":  # the server came up: a passing case that says what failed first
+        case = _case(report, STARTUP_CASE)
+        causes = ", ".join(d.id for d in report.diagnoses)
+        ET.SubElement(case, "system-out").text = clean(f"{headline(report)}\nthe failed attempt: {causes}")
+        return [case]
     if report.diagnoses:
         return [_diagnosis_case(report, d) for d in report.diagnoses]
     case = _case(report, STARTUP_CASE)

@@ -23,7 +23,8 @@ MAX_REMEDIES = 5
 REMEDY_CHARS = 180  # for its flags and again for its text: 5 remedies and a title leave ~750 for the why
 FAILURE_CHARS = 1500
 TITLE_CHARS = 300
-HEADERS = {"failed": "vLLM failed to start", "healthy": "vLLM started", "incomplete": "vLLM log incomplete"}
+HEADERS = {"failed": "vLLM failed to start", "healthy": "vLLM started", "incomplete": "vLLM log incomplete",
+           "recovered": "vLLM started after a failed attempt"}
 
 
 def render(report: Report, **_: object) -> str:

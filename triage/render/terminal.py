@@ -21,7 +21,8 @@ from ..lines import peel
 from ..report import Diagnosis, Report
 from .common import command_line, facts_line, headline
 
-OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow"}
+OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow",
+                 "recovered": "bold yellow"}
 TAB = 4
 ORIGIN_CHARS = 20
 

@@ -1,0 +1,119 @@
+"""Invariance: a failing log re-expressed in another form it could have taken keeps its
+primary cause (issue 10). The forms come from tests/variants.py: wrappers (docker compose,
+Kubernetes timestamps, journald, SkyPilot, Ray, `[rankN]:`, a search tool's `Line N:`), a
+first line cut mid-word, CRLF, UTF-16 with a BOM, and another platform's spelling of the
+same error (HIP, XPU, NPU where ../shared/errors.md shows that platform prints it).
+
+The reference is what the tool says of the log as it is, so a log it gets wrong today
+(corpus_known_misses.yaml) still counts: the question here is only whether the form
+changes the answer. Shares are computed over (log, variant) pairs, printed, and held to
+the issue's bars: >= 95% overall, >= 90% per family.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+
+import pytest
+import yaml
+
+from conftest import CORPUS, fixture_cases, log_text, triage_bytes
+from variants import FAMILIES, crlf, cut_first_line, to_hip, to_npu, to_xpu, utf16, variants_for, WRAPPERS
+
+OVERALL_BAR, FAMILY_BAR = 0.95, 0.90
+
+
+def _failing_logs() -> list[tuple[str, str]]:
+    logs = [(log.stem, log.read_bytes().decode("utf-8", "replace"))
+            for log, expect in fixture_cases() if expect.get("expect")]
+    labels = CORPUS / "labels.yaml"
+    if labels.exists():
+        for case, meta in sorted((yaml.safe_load(labels.read_text()) or {}).items()):
+            path = CORPUS / f"{case}.log"
+            if path.exists() and meta.get("expect"):
+                logs.append((case, log_text(path)))
+    return logs
+
+
+def _primary(data: bytes) -> str | None:
+    report = triage_bytes(data)
+    return report.diagnoses[0].id if report.diagnoses else None
+
+
+@lru_cache(maxsize=1)
+def results() -> tuple[tuple[str, str, str, bool], ...]:
+    """(family, variant, log, kept its primary cause) for every pair that applies."""
+    out = []
+    for name, text in _failing_logs():
+        want = _primary(text.encode())
+        if want is None:
+            continue
+        for family, variant, make in variants_for(name):
+            data = make(text)
+            if data is not None:
+                out.append((family, variant, name, _primary(data) == want))
+    return tuple(out)
+
+
+def shares(key) -> dict[str, tuple[int, int]]:
+    kept, total = Counter(), Counter()
+    for row in results():
+        total[key(row)] += 1
+        kept[key(row)] += row[3]
+    return {k: (kept[k], total[k]) for k in total}
+
+
+def _table() -> str:
+    rows = [("overall", *shares(lambda r: "all")["all"])]
+    rows += [(f"family {k}", *v) for k, v in sorted(shares(lambda r: r[0]).items())]
+    rows += [(f"  {k}", *v) for k, v in sorted(shares(lambda r: r[1]).items())]
+    return "\n".join(f"invariance {label:<22} {kept:>5}/{total:<5} {kept / total:6.1%}" for label, kept, total in rows)
+
+
+def test_the_overall_share_of_pairs_that_keep_their_primary_cause(capsys):
+    kept, total = shares(lambda r: "all")["all"]
+    with capsys.disabled():
+        print("\n" + _table())
+    missed = [r[1:3] for r in results() if not r[3]]
+    assert kept / total >= OVERALL_BAR, f"{kept}/{total}; changed: {missed}"
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_family_keeps_its_share(family):
+    kept, total = shares(lambda r: r[0]).get(family, (0, 0))
+    assert total, f"no log has a {family} variant"
+    missed = [r[1:3] for r in results() if r[0] == family and not r[3]]
+    assert kept / total >= FAMILY_BAR, f"{family}: {kept}/{total}; changed: {missed}"
+
+
+@pytest.mark.xfail(reason="the NPU spelling of an OOM (`NPU out of memory. ... (NPU 0; ...)`) is read by issue "
+                          "10 part A's platform vocabulary, not merged on this branch", strict=False)
+def test_the_npu_spelling_keeps_its_share():
+    kept, total = shares(lambda r: r[1]).get("npu", (0, 0))
+    assert total and kept / total >= FAMILY_BAR
+
+
+# --- the generator itself: each form is the shape the real tool prints -------------------
+
+SAMPLE = ("INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2\n"
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+          "23.65 GiB of which 1.19 GiB is free.\n")
+
+
+def test_the_generator_makes_the_shapes_it_names():
+    assert crlf(SAMPLE).count(b"\r\n") == 2
+    assert utf16(SAMPLE)[:2] in (b"\xff\xfe", b"\xfe\xff")
+    assert cut_first_line(SAMPLE).startswith(b"O 07-18")
+    assert WRAPPERS["compose"](SAMPLE).startswith(b"vllm-1  | INFO")
+    assert WRAPPERS["grep-tool"](SAMPLE).split(b"\n")[1].startswith(b"  Line 2: torch")
+    assert b"HIP out of memory. Tried" in to_hip(SAMPLE)
+    assert b"XPU out of memory. Tried to allocate 2.00 GiB. GPU 0" in to_xpu(SAMPLE)
+    assert to_npu(SAMPLE) is None  # the new form: errors.md shows NPU only in the old one
+    old = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity; ...)"
+    assert to_npu(old) == b"RuntimeError: NPU out of memory. Tried to allocate 20.00 MiB (NPU 0; 14.75 GiB total capacity; ...)"
+
+
+def test_variants_are_chosen_the_same_way_every_run():
+    assert variants_for("some-log") == variants_for("some-log")
+    assert len({v for _, v, _ in variants_for("a")} & set(WRAPPERS)) == 3

@@ -1,0 +1,123 @@
+"""The other forms a log could have taken: our generator for tests/test_invariance.py.
+
+Each variant is a pure function text -> bytes (or None when it does not apply to the log),
+grouped in families. A log re-expressed must keep its primary cause: the same failure seen
+through docker compose, kubectl logs --timestamps, journalctl, SkyPilot, Ray, torchrun's
+`[rankN]:`, an editor's search results, a paste that lost its first characters, Windows
+line ends, a UTF-16 file, or another accelerator's spelling of the same error.
+
+Platform spellings follow ../shared/errors.md and change only texts it shows that platform
+printing: HIP (§1.2, §2.1-2.2: `HIP out of memory.`, `HIP error: <same text>`, `HIP kernel
+errors might be ...`), XPU (§1.3: the new OOM form, whose body keeps the word GPU) and NPU
+(§1.5: the old OOM form, with `NPU <i>` for `GPU <i>`).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable
+
+Variant = Callable[[str], "bytes | None"]
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def _prefixed(make: Callable[[int], str]) -> Variant:
+    """Every line (blank ones too, as the tools print them) behind a prefix made from its index."""
+    def variant(text: str) -> bytes:
+        lines = _lines(text)
+        end = lines.pop() if lines and lines[-1] == "" else None
+        out = [make(i) + line for i, line in enumerate(lines)]
+        return ("\n".join(out) + ("\n" if end is not None else "")).encode()
+    return variant
+
+
+def _k8s_stamp(i: int) -> str:
+    seconds = 10 + i // 1000
+    return f"2026-02-24T20:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{i % 1000:03d}456789Z "
+
+
+WRAPPERS: dict[str, Variant] = {
+    "compose": _prefixed(lambda i: "vllm-1  | "),
+    "k8s": _prefixed(_k8s_stamp),
+    "journald": _prefixed(lambda i: "Feb 23 16:58:05 gpu-node-3 vllm[4242]: "),
+    "skypilot": _prefixed(lambda i: "(task, pid=4242) "),
+    "ray": _prefixed(lambda i: "(pid=4242) "),
+    "rank": _prefixed(lambda i: "[rank0]: "),
+    "grep-tool": _prefixed(lambda i: f"  Line {i + 1}: "),
+}
+
+
+def cut_first_line(text: str) -> bytes | None:
+    """A paste that starts mid-word: the first line loses its first few characters."""
+    lines = _lines(text)
+    first = next((i for i, line in enumerate(lines) if len(line.strip()) >= 8), None)
+    if first is None:
+        return None
+    lines = lines[first:]
+    lines[0] = lines[0][3:]
+    return "\n".join(lines).encode()
+
+
+def crlf(text: str) -> bytes:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n").encode()
+
+
+def utf16(text: str) -> bytes:
+    return text.encode("utf-16")  # with a BOM, in the machine's order (little-endian here)
+
+
+ENCODINGS: dict[str, Variant] = {"cut-first-line": cut_first_line, "crlf": crlf, "utf-16": utf16}
+
+_CUDA_OOM = re.compile(r"CUDA out of memory\. Tried to allocate")
+_NEW_OOM = re.compile(r"CUDA out of memory\. Tried to allocate \S+ ?[KMGT]?i?B\. GPU")
+_OLD_OOM = re.compile(r"CUDA out of memory\. Tried to allocate (\S+ \S+) \(GPU (\d+);")
+# CUDA error texts whose HIP text is the same (errors.md §2.2 "same" rows, and §2.1's wrapper).
+_HIP_SAME = ("out of memory", "invalid device function", "invalid device ordinal",
+             "no kernel image is available for execution on the device", "an illegal memory access was encountered",
+             "device-side assert triggered", "unspecified launch failure", "operation not supported",
+             "too many resources requested for launch", "peer access is not supported between these two devices")
+_CUDA_ERROR = re.compile(r"CUDA error: (" + "|".join(re.escape(t) for t in _HIP_SAME) + ")")
+
+
+def to_hip(text: str) -> bytes | None:
+    if not (_CUDA_OOM.search(text) or _CUDA_ERROR.search(text)):
+        return None
+    out = _CUDA_OOM.sub("HIP out of memory. Tried to allocate", text)
+    out = _CUDA_ERROR.sub(r"HIP error: \1", out)
+    out = out.replace("CUDA kernel errors might be asynchronously reported", "HIP kernel errors might be "
+                      "asynchronously reported").replace("CUDA_LAUNCH_BLOCKING=1", "AMD_SERIALIZE_KERNEL=3")
+    return out.encode()
+
+
+def to_xpu(text: str) -> bytes | None:
+    if not _NEW_OOM.search(text):
+        return None
+    return _CUDA_OOM.sub("XPU out of memory. Tried to allocate", text).encode()
+
+
+def to_npu(text: str) -> bytes | None:
+    if not _OLD_OOM.search(text):
+        return None
+    return _OLD_OOM.sub(lambda m: f"NPU out of memory. Tried to allocate {m[1]} (NPU {m[2]};", text).encode()
+
+
+PLATFORMS: dict[str, Variant] = {"hip": to_hip, "xpu": to_xpu, "npu": to_npu}
+
+FAMILIES: dict[str, dict[str, Variant]] = {"wrappers": WRAPPERS, "encodings": ENCODINGS, "platform": PLATFORMS}
+WRAPPERS_PER_LOG = 3  # of the seven, chosen per log by a hash of its name: every wrapper gets its share
+
+
+def variants_for(name: str) -> list[tuple[str, str, Variant]]:
+    """(family, variant name, function) for one log: the encodings and platforms all, and a
+    deterministic sample of the wrappers (the suite must stay quick on two cores)."""
+    wrappers = list(WRAPPERS.items())
+    start = zlib.crc32(name.encode()) % len(wrappers)
+    chosen = [wrappers[(start + k * 2) % len(wrappers)] for k in range(WRAPPERS_PER_LOG)]
+    out = [("wrappers", n, f) for n, f in chosen]
+    out += [("encodings", n, f) for n, f in ENCODINGS.items()]
+    out += [("platform", n, f) for n, f in PLATFORMS.items()]
+    return out
