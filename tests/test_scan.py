@@ -47,7 +47,7 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
     lines = enumerate(iter_lines(io.BytesIO(data), stats), 1)
     repair = scan.repair_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))
     if repair:  # an indented or hard-wrapped paste: the scan hands on whole (repaired) lines
-        lines = ((no, text[:read.MAX_LINE_CHARS]) for no, text in repaired(lines, repair))
+        lines = ((no, read.cut_long(text)) for no, text in repaired(lines, repair))
     for no, text in lines:
         in_window = left > 0
         if in_window:

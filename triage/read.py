@@ -196,8 +196,24 @@ def _finish(piece: str, stats: InputStats) -> str:
     stats.lines += 1
     if len(piece) > MAX_LINE_CHARS:
         stats.truncated_lines += 1
-        piece = piece[:MAX_LINE_CHARS]
+        piece = cut_long(piece)
     return _last_frame(piece) if "\r" in piece else piece
+
+
+CUT_WORD_CHARS = 4096
+
+
+def cut_long(text: str) -> str:
+    """A line cut to MAX_LINE_CHARS without the word the cut went through.
+
+    Redaction sees lines after this cut: half a URL credential or a token's first half is a
+    fragment no pattern knows, so the word the cut falls in goes too (up to CUT_WORD_CHARS).
+    """
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    head = text[:MAX_LINE_CHARS]
+    space = max(head.rfind(" ", MAX_LINE_CHARS - CUT_WORD_CHARS), head.rfind("\t", MAX_LINE_CHARS - CUT_WORD_CHARS))
+    return head[: space + 1] if space >= 0 else head[: MAX_LINE_CHARS - CUT_WORD_CHARS]
 
 
 def _sniff_encoding(head: bytes, stats: InputStats) -> str:

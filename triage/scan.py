@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 from functools import lru_cache
 
-from .read import MAX_LINE_CHARS, InputStats, _finish, lines_of
+from .read import MAX_LINE_CHARS, InputStats, _finish, cut_long, lines_of
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
@@ -350,7 +350,7 @@ class _RepairScanner:
         physical = ((self.stats.lines, line) for line in lines_of(chunks, self.stats))
         for no, text in repaired(physical, self.repair):
             if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS]
+                text = cut_long(text)
             in_window = self.window_left > 0
             if in_window:
                 self.window_left -= 1
