@@ -162,7 +162,7 @@ def _triage_one(path: str) -> tuple[str, str, str]:
     from .read import open_source
 
     try:
-        stream, _ = open_source(path)
+        stream, _ = open_source(path, regular_only=True)  # a FIFO or a device would hold the batch up
         with stream:
             report = run(stream, path, _OPTIONS, _RULES)
     except TriageError as exc:

@@ -74,10 +74,17 @@ _AUTHORIZATION = re.compile(
     (?:(bearer|basic|token|digest|negotiate|apikey)\s+)?
     (\[REDACTED\]|[^\s'",}\]]{1,4096})""")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-# Cheap first look: a line that holds none of these holds no secret any pattern knows.
-_MAYBE = re.compile(r"(?i)hf_|sk-|k_live_|k_test_|gsk_|aiza|glpat-|nvapi-|r8_|pypi-|npm_|gh[pousr]_|github_pat_"
-                    r"|xox|xapp-|hooks\.slack|akia|asia|agpa|aida|aroa|eyj|bearer|basic|token|://|key|secret"
-                    r"|passw|auth|private")
+# Cheap first look (plain substring tests on the lower-cased text, far quicker than one regex
+# with these alternatives): a line that holds none of these holds no secret any pattern knows.
+_TRIGGERS = ("hf_", "sk-", "k_live_", "k_test_", "gsk_", "aiza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_",
+             "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hooks.slack", "akia", "asia",
+             "agpa", "aida", "aroa", "eyj", "bearer", "basic", "token", "://", "key", "secret", "passw", "auth",
+             "private")
+
+
+def _maybe_secret(text: str) -> bool:
+    low = text.lower()
+    return any(t in low for t in _TRIGGERS)
 
 
 def _is_placeholder(inner: str) -> bool:
@@ -124,7 +131,7 @@ def _mask_authorization(m: re.Match[str]) -> str:
 
 def redact_text(text: str) -> str:
     """The text with every secret this module knows replaced by [REDACTED]."""
-    if not text or _MAYBE.search(text) is None:
+    if not text or not _maybe_secret(text):
         return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
@@ -137,7 +144,7 @@ def redact_shapes(text: str) -> str:
     """Only the secrets known by their shape (hf_..., sk-..., a URL's password, a JWT), not
     the `key: value` forms: for the tool's own sentences that quote a user's argument, where
     "TOKEN: set it" is prose, not a credential."""
-    if not text or _MAYBE.search(text) is None:
+    if not text or not _maybe_secret(text):
         return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
