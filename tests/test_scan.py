@@ -113,7 +113,7 @@ _PIECES = st.sampled_from([
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(_PIECES, max_size=80), chunk=st.integers(min_value=5, max_value=3000))
 def test_random_inputs_scan_like_the_line_reader(engine, pieces, chunk, monkeypatch):
     monkeypatch.setattr(read, "CHUNK_SIZE", chunk)
