@@ -169,3 +169,17 @@ def test_the_tool_s_own_words_are_not_redacted():
         assert "HF_TOKEN=<your read token>" in " ".join(text.split()) and "[REDACTED] read token>" not in text
         if fmt == "terminal":
             assert max(len(line) for line in text.splitlines()) <= width
+
+
+def test_a_usage_error_keeps_the_tool_s_own_sentence(monkeypatch):
+    """`serve` on an open address without a token says so in its own words; only a secret known
+    by its shape (a token typed on the command line) is masked in such a line."""
+    monkeypatch.delenv("VLLM_TRIAGE_TOKEN", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["serve", "--host", "0.0.0.0", "--port", "0"], stdout=out, stderr=err) == 2
+    assert "without VLLM_TRIAGE_TOKEN: set it, listen on 127.0.0.1" in err.getvalue()
+    assert "[REDACTED]" not in err.getvalue()
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    err = io.StringIO()
+    assert main(["--width", token, "x.log"], stdout=io.StringIO(), stderr=err) == 2
+    assert token not in err.getvalue() and "invalid int value" in err.getvalue()
