@@ -183,3 +183,16 @@ def test_a_usage_error_keeps_the_tool_s_own_sentence(monkeypatch):
     err = io.StringIO()
     assert main(["--width", token, "x.log"], stdout=io.StringIO(), stderr=err) == 2
     assert token not in err.getvalue() and "invalid int value" in err.getvalue()
+
+
+def test_a_private_key_across_lines_is_masked_and_the_log_after_it_kept():
+    from triage.redact import MASK, LineRedactor
+
+    clean = LineRedactor()
+    lines = ["key: -----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=", "AAAEbm9uZQAAAAAAAAAB",
+             "-----END OPENSSH PRIVATE KEY----- after", "ERROR 07-18 09:31:06 [core.py:586] ValueError: boom"]
+    out = [clean(line) for line in lines]
+    assert out[1:3] == [MASK, MASK] and out[3] == MASK + " after" and out[4] == lines[4]
+    assert "b3BlbnNz" not in out[0]
+    cut_short = LineRedactor()  # a key whose END never comes: the next log line is not swallowed
+    assert [cut_short(x) for x in (lines[0], lines[1], lines[4])][1:] == [MASK, lines[4]]

@@ -154,13 +154,16 @@ def redact_shapes(text: str) -> str:
 class LineRedactor:
     """Redacts a log line by line, remembering an open private-key block across lines.
 
-    A key pasted into a log spans lines (BEGIN, base64 body, END): the lines after a BEGIN
-    line are masked whole until the END line (or MAX_KEY_LINES, a block never runs longer).
+    A key pasted into a log spans lines (BEGIN, base64 rows, END): after a BEGIN line without
+    its END, the rows that look like the key's (base64, PEM headers) are masked whole, up to
+    MAX_KEY_LINES; the first line that looks like anything else ends the block, so a key cut
+    short never masks the log lines that follow it.
     """
 
     MAX_KEY_LINES = 200
     _BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
     _END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+    _ROW = re.compile(r"[A-Za-z0-9+/=]{4,128}|(?:Proc-Type|DEK-Info|Comment): [^\n]{0,200}")
 
     def __init__(self) -> None:
         self._key_lines_left = 0
@@ -168,11 +171,14 @@ class LineRedactor:
     def __call__(self, line: str) -> str:
         if self._key_lines_left:
             end = self._END.search(line)
-            if end is None:
+            if end is not None:
+                self._key_lines_left = 0
+                line = MASK + line[end.end():]
+            elif self._ROW.fullmatch(line.strip()):
                 self._key_lines_left -= 1
                 return MASK
-            self._key_lines_left = 0
-            line = MASK + line[end.end():]
+            else:
+                self._key_lines_left = 0
         begin = self._BEGIN.search(line)
         if begin is not None and self._END.search(line, begin.end()) is None:
             self._key_lines_left = self.MAX_KEY_LINES
