@@ -42,10 +42,10 @@ def pack(tmp_path: Path, text: str | bytes, name: str = "pack.yaml") -> Path:
 def problems(tmp_path: Path, text: str | bytes) -> list[str]:
     """The problems of one pack; loading must end in RulePackError, fast, and nothing else."""
     path = pack(tmp_path, text)
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(RulePackError) as info:
         load_packs([path], CAUSES)
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 20  # CPU seconds: a YAML bomb takes minutes, a busy machine none
     found = info.value.problems
     assert found and all(str(path) in p for p in found)
     return found

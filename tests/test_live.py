@@ -79,20 +79,22 @@ def test_run_usage_errors():
     assert code == 127 and "cannot run" in err
 
 
-def test_run_passes_bytes_through_unchanged_and_reports_while_child_runs():
+def test_run_passes_bytes_through_unchanged_and_reports_while_child_runs(tmp_path):
     """Raw bytes (a `\\r` progress bar, invalid UTF-8) reach stdout as they are; the report comes
-    once the fatal burst is over, before the child (which lingers, then exits 0) is done."""
-    script = ("import sys, time; o = sys.stdout.buffer; o.write(b'Loading: 50%\\rLoading: 100%\\n\\xff\\xfe odd\\n');"
-              "o.write(open(sys.argv[1], 'rb').read()); o.flush(); time.sleep(2.5); o.write(b'bye\\n')")
-    started = time.monotonic()
-    proc = _wrapper(script, str(FAILING))
-    err_line = proc.stderr.readline()  # the report's first line, before the child ends
-    reported = time.monotonic() - started
+    once the fatal burst is over, before the child is done: the child waits for a file that
+    the test writes only once it has read the report (an event, not a clock), then exits 0."""
+    go = tmp_path / "go"
+    script = ("import os, sys, time; o = sys.stdout.buffer; o.write(b'Loading: 50%\\rLoading: 100%\\n\\xff\\xfe odd\\n');"
+              "o.write(open(sys.argv[1], 'rb').read()); o.flush(); t = time.monotonic()\n"
+              "while not os.path.exists(sys.argv[2]) and time.monotonic() - t < 120: time.sleep(0.05)\n"
+              "o.write(b'bye\\n' if os.path.exists(sys.argv[2]) else b'never told\\n')")
+    proc = _wrapper(script, str(FAILING), str(go))
+    err_line = proc.stderr.readline()  # the report's first line, while the child still waits
+    go.write_text("reported")
     out, err = proc.stdout.read(), proc.stderr.read()
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=120) == 0
     assert out == b"Loading: 50%\rLoading: 100%\n\xff\xfe odd\n" + FAILING.read_bytes() + b"bye\n"
     assert err_line and "kv_cache_insufficient" in (err_line + err).decode()
-    assert reported < time.monotonic() - started - 0.5
 
 
 CHILD_SIGINT = """
@@ -107,10 +109,11 @@ time.sleep(30)
 
 CHILD_STUBBORN = """
 import os, signal, subprocess, sys, time
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+signal.signal(signal.SIGINT, lambda signum, frame: print("ignored SIGINT", flush=True))
+grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"])
 print("pid", os.getpid(), grandchild.pid, flush=True)
-time.sleep(30)
+for _ in range(60):
+    time.sleep(1)
 """
 
 
@@ -120,7 +123,7 @@ def test_sigint_is_forwarded_and_the_child_exit_code_returned(tmp_path):
     try:
         pid = int(proc.stdout.readline().split()[1])
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
+        proc.wait(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 7
@@ -134,14 +137,14 @@ def test_second_sigint_kills_the_whole_group():
     try:
         pids = [int(p) for p in proc.stdout.readline().split()[1:]]
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        assert proc.poll() is None  # the child ignores SIGINT and keeps running
+        assert proc.stdout.readline() == b"ignored SIGINT\n"  # forwarded, and shrugged off: an event, not a sleep
+        assert proc.poll() is None  # the child keeps running
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
+        proc.wait(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 128 + signal.SIGKILL
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 120  # a generous bound: the kill is immediate, the reaping is not
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(_gone(p) for p in pids)
@@ -175,26 +178,24 @@ def _until(text: bytes, marker: bytes) -> bytes:
 def test_follow_stops_at_readiness(tmp_path):
     log = tmp_path / "startup.log"  # does not exist yet
     _writer(log, _until(HEALTHY.read_bytes(), b"Application startup complete."))
-    started = time.monotonic()
-    code, out, _ = _run(["--follow", str(log), "--timeout", "10"])
-    assert code == 0
+    code, out, _ = _run(["--follow", str(log), "--timeout", "120"])
+    assert code == 0  # only readiness prints this line; the timeout would print the incomplete report
     assert out.count("\n") == 1 and "startup.log: ready" in out
-    assert time.monotonic() - started < 5
 
 
 def test_follow_reports_a_fatal_event(tmp_path):
     log = tmp_path / "startup.log"
     _writer(log, FAILING.read_bytes())
     started = time.monotonic()
-    code, out, _ = _run(["--follow", str(log), "--timeout", "10", "-f", "json"])
+    code, out, _ = _run(["--follow", str(log), "--timeout", "120", "-f", "json"])
     assert code == 1
     assert json.loads(out)["diagnoses"][0]["id"] == "kv_cache_insufficient"
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 100  # it did not wait for the timeout (a bound, not a speed)
 
 
 def test_follow_timeout_reports_what_is_known(tmp_path):
     log = tmp_path / "startup.log"
-    _writer(log, _until(HEALTHY.read_bytes(), b"Loading weights took"), delay=0)
+    log.write_bytes(_until(HEALTHY.read_bytes(), b"Loading weights took"))  # all there before the follow
     code, out, _ = _run(["--follow", str(log), "--timeout", "1", "-f", "json"])
     assert code == 0
     assert json.loads(out)["outcome"] == "incomplete"
@@ -230,7 +231,7 @@ def test_pipeline_reads_a_live_feed_incrementally():
 
     watch = Watch("live", Options(), load_rules())
     watch.feed.write(FAILING.read_bytes())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 120  # generous: the point is that it comes before the feed closes
     while watch.fatal_at is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert watch.fatal_at is not None

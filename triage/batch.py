@@ -199,7 +199,7 @@ def _triage_one(path: str) -> tuple[str, str, str]:
     from .report import found_failure
 
     try:
-        stream, _ = open_source(path)
+        stream, _ = open_source(path, regular_only=True)  # a FIFO or a device would hold the batch up
         with stream:
             report = run(stream, path, _OPTIONS, _RULES)
     except TriageError as exc:
@@ -212,6 +212,11 @@ def _triage_one(path: str) -> tuple[str, str, str]:
 
 
 def _error_line(path: str, message: str) -> str:
+    """The record of a log that could not be read; its name and message may quote a secret."""
+    if _OPTIONS is None or _OPTIONS.redact:
+        from .redact import redact_text
+
+        path, message = redact_text(path), redact_text(message)
     return json.dumps({"input": {"name": path}, "error": message}, ensure_ascii=False)
 
 
@@ -227,7 +232,8 @@ def summary(results: list[tuple[str, str, str]], elapsed: float, jobs: int) -> s
         else:
             other[kind] += 1
         if kind == "error":
-            errors.append(f"  {path}: {json.loads(line)['error']}")
+            record = json.loads(line)  # its name redacted like its message
+            errors.append(f"  {record['input']['name']}: {record['error']}")
     failed = sum(causes.values())
     head = (f"vllm-triage batch: {len(results)} logs in {elapsed:.1f} s with {jobs} "
             f"job{'s' if jobs != 1 else ''}: {failed} failed, {other['healthy']} healthy, "

@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
             for problem in exc.problems:
                 stderr.write(_error_line(problem, redact))
         else:
-            stderr.write(_error_line(str(exc), redact))
+            stderr.write(_error_line(str(exc), redact, own=isinstance(exc, UsageError)))
         return EXIT_ERROR
     except KeyboardInterrupt:
         stderr.write("vllm-triage: interrupted\n")
@@ -158,12 +158,18 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
         return EXIT_ERROR
 
 
-def _error_line(message: str, redact: bool = True) -> str:
-    """One line on stderr, whatever the message holds (a YAML error spans lines; a path may hold a token)."""
-    from .redact import redact_text
+def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
+    """One line on stderr, whatever the message holds (a YAML error spans lines; a path may hold a token).
+
+    `own`: the tool's words about the user's command line (a usage error): only secrets known
+    by their shape are masked there, so "VLLM_TRIAGE_TOKEN: set it" stays a sentence.
+    """
+    from .redact import redact_shapes, redact_text
 
     text = " ".join(message.split())
-    return f"vllm-triage: {redact_text(text) if redact else text}\n"
+    if redact:
+        text = redact_shapes(text) if own else redact_text(text)
+    return f"vllm-triage: {text}\n"
 
 
 NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the log unmasked; "
@@ -261,25 +267,25 @@ def _isatty(stream) -> bool:
         return False
 
 
-def render_all(reports: list, fmt: str, redact: bool, **render_options) -> str:
-    """Render each report in one format; the last guard of redaction runs on the final text."""
-    from .redact import redact_text
-    from .render import STRUCTURED, render
+def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -> str:
+    """Render each report in one format.
+
+    No redaction here: the pipeline redacted every log line whole before anything was cut,
+    so the report holds no secret (`redact` stays for callers); a pass over the laid-out
+    text would mask the tool's own words and break lines the layout already measured.
+    """
+    from .render import render
 
     if fmt == "quiet":
         from .render.common import one_line
 
-        return "".join(redact_text(one_line(r)) + "\n" if redact else one_line(r) + "\n" for r in reports)
+        return "".join(one_line(r) + "
+" for r in reports)
     if fmt == "github" and len(reports) > 1:
         from .render.github import render_many
 
-        text = render_many(reports)
-        return redact_text(text) if redact else text
-    chunks = []
-    for report in reports:
-        text = render(report, fmt, **render_options)
-        chunks.append(redact_text(text) if redact and fmt not in STRUCTURED else text)
-    return _join(chunks, fmt)
+        return render_many(reports)
+    return _join([render(report, fmt, **render_options) for report in reports], fmt)
 
 
 def _write(text: str, out: str | None, stdout: IO[str]) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from . import events as ev
-from .errors import ExpressionError
+from .budget import Budget, BudgetExceeded
+from .errors import ExpressionError, RuleBudgetError
 from .expr import FactView, Trace
 from .facts import Facts, find_oom, merge
 from .memory_view import build_view, check_remedies
@@ -26,6 +27,10 @@ from .rules import Rule
 from .timeline import Attempt, Signal
 
 FATAL_BONUS = 5
+# Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
+# all rules together: the built-in packs spend a small share of these (see test_rule_budget).
+RULE_OPS = 200_000
+ATTEMPT_OPS = 2_000_000
 MAX_EVIDENCE = 8
 EXPORTED_FACT_TYPES = (int, float, str, bool, list)
 
@@ -143,8 +148,13 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     fatal_lines = _fatal_lines(fatal)
     found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
+    attempt_budget = Budget(ATTEMPT_OPS)
     for rule in rules:
-        hit = _apply(rule, attempt, base, texts, fatal_lines)
+        budget = Budget(RULE_OPS, attempt_budget)
+        try:
+            hit = _apply(rule, attempt, base, texts, fatal_lines, budget)
+        except BudgetExceeded as exc:
+            raise RuleBudgetError(_over_budget(rule, exc.budget is budget)) from None
         if hit is None:
             continue
         rank, diagnosis = hit
@@ -190,8 +200,17 @@ def _fatal_lines(fatal: Signal) -> set[int]:
     return lines
 
 
+def _over_budget(rule: Rule, alone: bool) -> str:
+    """One line that names the rule (and its pack and line) that ran out of operations."""
+    if alone:
+        return (f"rule {rule.id!r} ({rule.source}) exceeded its evaluation budget of {RULE_OPS:,} operations "
+                "on one startup attempt: simplify its expressions, or bind it to a rarer event")
+    return (f"the rules together exceeded the evaluation budget of {ATTEMPT_OPS:,} operations on one startup "
+            f"attempt, at rule {rule.id!r} ({rule.source}): a rule pack is too costly for this log")
+
+
 def _apply(rule: Rule, attempt: Attempt, base: dict[str, Any], texts: Mapping[int, tuple[str, str]],
-           fatal_lines: set[int]) -> tuple[float, Diagnosis] | None:
+           fatal_lines: set[int], budget: Budget | None = None) -> tuple[float, Diagnosis] | None:
     failure: FailureView = base["failure"]
     if rule.phases is not None and failure.phase not in rule.phases:
         return None
@@ -200,7 +219,9 @@ def _apply(rule: Rule, attempt: Attempt, base: dict[str, Any], texts: Mapping[in
         bindings = [e for e in attempt.events if e.kind == rule.event]
     for event in bindings:
         ctx = dict(base, event=event)
-        trace = Trace()
+        trace = Trace(budget=budget)
+        if budget is not None:
+            budget.spend()
         if rule.phases is not None:
             trace.saw(failure.line)
             trace.saw(failure.phase_line)

@@ -33,5 +33,9 @@ class ExpressionError(TriageError):
     """A rule expression is malformed or asks for something it may not have."""
 
 
+class RuleBudgetError(TriageError):
+    """A rule spent more operations on one log than its budget allows (a costly user pack)."""
+
+
 class UsageError(TriageError):
     """The command line asks for something impossible."""

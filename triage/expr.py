@@ -22,6 +22,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 from pydantic import BaseModel
 
+from .budget import Budget, walk_cost as _walk_cost
 from .errors import ExpressionError
 from .units import GiB, KiB, MiB, gib, human, mib, round_down, round_up
 
@@ -42,9 +43,11 @@ def _parser() -> Lark:
 
 @dataclass
 class Trace:
-    """What an evaluation read: the source lines of events and facts, in first-read order."""
+    """What an evaluation read: the source lines of events and facts, in first-read order;
+    and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
     lines: dict[int, None] = field(default_factory=dict)
+    budget: Budget | None = None
 
     def saw(self, line: int | None) -> None:
         if line:
@@ -219,10 +222,13 @@ class _Evaluator:
     def __init__(self, context: Mapping[str, Any], trace: Trace) -> None:
         self.ctx = context
         self.trace = trace
+        self.budget = trace.budget
 
     def eval(self, node: Any, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise ExpressionError("expression nests too deeply")
+        if self.budget is not None:
+            self.budget.spend()
         if isinstance(node, Token):
             return self._token(node)
         method = getattr(self, f"_{node.data}", None)
@@ -274,6 +280,8 @@ class _Evaluator:
         left = self.eval(ch[0], depth)
         for i in range(1, len(ch), 2):
             op, right = re.sub(r"\s+", " ", str(ch[i])), self.eval(ch[i + 1], depth)
+            if self.budget is not None and op.endswith("in"):
+                self.budget.spend(_walk_cost(right))
             if not _compare(op, left, right):
                 return False
             left = right
@@ -293,6 +301,8 @@ class _Evaluator:
     def _call(self, ch: list, depth: int) -> Any:
         name = str(ch[0])
         args = [self.eval(c, depth) for c in ch[1:] if c is not None]
+        if self.budget is not None:
+            self.budget.spend(sum(_walk_cost(a) for a in args))
         try:
             return FUNCTIONS[name](*args)
         except TypeError:

@@ -25,6 +25,7 @@ from .cli import _Parser, _terminal_width, _write, render_all
 from .errors import InputError, TriageError, UsageError
 from .pipeline import Options, load_rules
 from .read import CHUNK_SIZE, MAX_LINE_CHARS, _last_frame
+from .tail import Tail as _Tail
 from .report import Report, found_failure
 
 PUMP_CHUNK = 64 * 1024
@@ -490,52 +491,6 @@ def follow(path: str, timeout: float | None, options: Options, rules: list) -> t
     finally:
         tail.close()
     return watch.finish(), watch.ready
-
-
-class _Tail:
-    """A file read as it grows; a truncated file is read again from its start, a rotated one
-    (a new file at the path) after the old one is drained."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fh: IO[bytes] | None = None
-        self.ident: tuple[int, int] = (0, 0)
-
-    def open(self) -> bool:
-        try:
-            fh = open(self.path, "rb", buffering=0)
-        except FileNotFoundError:
-            return False
-        except IsADirectoryError:
-            raise InputError(f"{self.path} is a directory, not a log file") from None
-        except OSError as exc:
-            raise InputError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        st = os.fstat(fh.fileno())
-        self.fh, self.ident = fh, (st.st_dev, st.st_ino)  # type: ignore[assignment]
-        return True
-
-    def read(self) -> bytes:
-        if self.fh is None and not self.open():
-            return b""
-        assert self.fh is not None
-        data = self.fh.read(CHUNK_SIZE)
-        if data:
-            return data
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return b""  # moved away; the new file is not there yet
-        if (st.st_dev, st.st_ino) != self.ident:  # rotated, and the old file is drained
-            self.close()
-            return self.fh.read(CHUNK_SIZE) if self.open() else b""  # type: ignore[union-attr]
-        if st.st_size < self.fh.tell():  # truncated (copytruncate, or a new run with >)
-            self.fh.seek(0)
-        return b""
-
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
 
 
 class _ReadyScan:

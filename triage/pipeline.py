@@ -15,7 +15,7 @@ from .diagnose import AttemptResult, diagnose_attempt, exported_facts
 from .lines import Line, peel, starts_record, strip_ansi
 from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
-from .redact import redact_data
+from .redact import LineRedactor, redact_text
 from .reshape import Unfolded
 from .scan import Marked, iter_marked, matcher
 from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
@@ -74,14 +74,13 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     """Read a log stream and say why it failed (or that it did not)."""
     options = options or Options()
     rules = rules if rules is not None else load_rules(options.extra_rules)
-    stats = InputStats(name=name)
+    stats = InputStats(name=redact_text(name) if options.redact else name)
     timeline = Timeline()
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS,
-                         wrap_sample=options.wrap_sample)
-    for line, events in _events(Unfolded(marked, matcher().classify)):
+    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS, wrap_sample=options.wrap_sample)
+    for line, events in _events(Unfolded(marked, matcher().classify), LineRedactor() if options.redact else None):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -99,8 +98,6 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     report = build_report(timeline, rules, texts, stats)
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
-    if options.redact:
-        report = Report.model_validate(redact_data(report.model_dump()))
     return report
 
 
@@ -146,8 +143,11 @@ def _prune_texts(texts: dict[int, tuple[str, str]], timeline: Timeline) -> None:
 REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
 
 
-def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
+def _events(marked: Iterable[Marked], clean: Callable[[str], str] | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:
     """(line, events) for every line that states something, re-joining hard-wrapped lines.
+
+    `clean` (the redactor) sees each line whole, before it is parsed, joined or cut: every
+    text of the report (evidence, messages, facts) comes from what it returns.
 
     A message that runs into the end of its line followed by a line with no prefix of its
     own was wrapped by a terminal, an editor or a chat box: the two are parsed as one.
@@ -161,7 +161,7 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
     bars_seen: set[str] = set()
     for no, raw, anchored, bundled in marked:
         if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
-            joined = peel(held[0] + raw, held[1].no)
+            joined = peel(redact_text(held[0] + raw) if clean else held[0] + raw, held[1].no)
             events, ran_out = parse_line_detail(joined)
             if len(events) >= len(held[2]) and events != held[2]:
                 held, joins, last = (held[0] + raw, joined, events, ran_out), joins + 1, no
@@ -177,7 +177,7 @@ def _events(marked: Iterable[Marked]) -> Iterator[tuple[Line, list[ev.Event]]]:
             if complete is not None:
                 complete()
             continue
-        line = peel(raw, no)
+        line = peel(clean(raw) if clean else raw, no)
         if line.text.startswith(REQUEST_LOG_PREFIXES):  # user content: words in it state nothing
             if complete is not None:
                 complete()

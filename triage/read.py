@@ -12,6 +12,7 @@ import codecs
 import gzip
 import io
 import os
+import re
 import stat
 import sys
 import zlib
@@ -24,7 +25,8 @@ from .errors import InputError
 CHUNK_SIZE = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
 MAX_GZIP_EXPANDED = 4 << 30
-BINARY_SNIFF_BYTES = 8192
+BINARY_SNIFF_BYTES = 64 * 1024
+UTF16_SNIFF_BYTES = 4096
 
 
 @dataclass
@@ -42,8 +44,24 @@ class InputStats:
     notes: list[str] = field(default_factory=list)
 
 
-def open_source(path: str, stdin: BinaryIO | None = None) -> tuple[BinaryIO, str]:
-    """Open a path or '-' for binary reading, with one clear error for each way it fails."""
+def file_kind(mode: int) -> str:
+    """What a path is, in the words of an error message."""
+    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "named pipe (FIFO)"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def open_source(path: str, stdin: BinaryIO | None = None, regular_only: bool = False) -> tuple[BinaryIO, str]:
+    """Open a path or '-' for binary reading, by kind, with one clear error for each way it fails.
+
+    Regular files are read as they are; a named pipe is opened without waiting for a writer
+    (none there: it reads as empty; one there: to its end, like stdin); devices (`/dev/urandom`
+    never ends), sockets and directories are refused. `regular_only` (batch): a FIFO is refused
+    too, and a file is read only as far as it was long when opened, so a log still being written
+    cannot keep one entry going forever.
+    """
     if path == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return stream, "<stdin>"
@@ -53,23 +71,81 @@ def open_source(path: str, stdin: BinaryIO | None = None) -> tuple[BinaryIO, str
         raise InputError(f"no such file: {path}") from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{path} is a directory, not a log file")
+    _check_kind(path, st.st_mode, regular_only)
     try:
-        return open(path, "rb"), os.path.basename(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)  # what was opened, not what the name pointed at a moment before
+        _check_kind(path, st.st_mode, regular_only)
+        os.set_blocking(fd, True)  # a FIFO's writer, once there, is waited for like a pipe's
+    except BaseException:
+        os.close(fd)
+        raise
+    stream: BinaryIO = os.fdopen(fd, "rb")
+    if regular_only:
+        stream = io.BufferedReader(_Snapshot(stream, st.st_size), CHUNK_SIZE)  # type: ignore[assignment]
+    return stream, os.path.basename(path)
+
+
+def _check_kind(path: str, mode: int, regular_only: bool) -> None:
+    kind = file_kind(mode)
+    if kind == "regular file" or (kind.startswith("named pipe") and not regular_only):
+        return
+    if kind == "directory":
+        raise InputError(f"{path} is a directory, not a log file")
+    raise InputError(f"{path} is a {kind}, not a log file")
+
+
+class _Snapshot(io.RawIOBase):
+    """A file read no further than it was long when opened (a log still growing ends there)."""
+
+    def __init__(self, raw: BinaryIO, size: int) -> None:
+        self._raw, self._left = raw, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if self._left <= 0:
+            return 0
+        data = self._raw.read(min(len(buffer), self._left)) or b""
+        self._left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+# Bytes a text log almost never holds: C0 controls other than TAB, LF, VT, FF, CR and ESC (colours).
+# NULs are counted on their own: a log can hold a run of them (a file's hole after a crash).
+_CONTROLS = bytes(b for b in range(1, 32) if b not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
+_NOT_CONTROLS = bytes(b for b in range(256) if b not in _CONTROLS)
+_INVALID = re.compile("[\udc80-\udcff]")  # bytes that are no UTF-8 (surrogateescape's stand-ins)
+MAX_BAD_SHARE = 0.05
+MIN_BAD = 16  # a short note with an é or two in Latin-1 is still text
 
 
 def _looks_binary(head: bytes) -> bool:
-    """Text logs hold almost no control bytes; executables, images and archives hold many."""
-    if not head:
-        return False
+    """Text logs hold almost no NULs, control bytes or invalid UTF-8; executables, images,
+    archives and random data hold many (random bytes: about half of them are one or the other).
+
+    Counted over the first BINARY_SNIFF_BYTES, not a few bytes, so a file that merely starts
+    like text is still refused; a Latin-1 log (an é here and there) stays far below the bar.
+    NULs refuse only when they are a quarter of it (UTF-16 without a BOM, a disk image).
+    """
     sample = head[:BINARY_SNIFF_BYTES]
+    if not sample:
+        return False
     if sample.count(0) > len(sample) // 4:
         return True
-    controls = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
-    return controls > len(sample) // 10
+    controls = len(sample.translate(None, _NOT_CONTROLS))
+    text = sample[:-3].decode("utf-8", "surrogateescape") if len(sample) > 3 else sample.decode("utf-8", "surrogateescape")
+    invalid = len(_INVALID.findall(text))
+    return controls + invalid > max(MIN_BAD, MAX_BAD_SHARE * len(sample))
 
 
 class _CappedGzip(io.RawIOBase):
@@ -142,7 +218,12 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
         stats.compressed = True
         # the encoding is that of the unpacked text (a gzipped UTF-16 log has its BOM inside)
         head, stream = _peek(io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED)), 4)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # enough text to check the BOM's word
+        head, stream = _peek(stream, UTF16_SNIFF_BYTES)
     encoding = _sniff_encoding(head, stats)
+    if encoding == "utf-8-bom16":  # the two BOM bytes are no text: drop them, read the rest as UTF-8
+        encoding = "utf-8"
+        stats.bytes += len(stream.read(2))
     transcode = None if encoding == "utf-8" else codecs.getincrementaldecoder(encoding)(errors="replace")
     first = True
     # The first read waits for enough bytes to tell text from binary; after that read1, so
@@ -159,6 +240,20 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
         rest = transcode.decode(b"", final=True)
         if rest:
             yield rest.encode("utf-8", "replace")
+
+
+def _reads_as_utf16(head: bytes) -> bool:
+    """Whether the bytes after a UTF-16 BOM decode to text: a log is mostly ASCII, which UTF-16
+    spells with a NUL in every other byte; UTF-8 read as UTF-16 gives CJK-looking noise instead.
+    Text that is neither (no NULs, and not valid UTF-8 either) keeps the BOM's word."""
+    body = head[2:]
+    if len(body) < 8 or body.count(0) * 4 >= len(body):
+        return True
+    try:
+        body[: len(body) - 3].decode("utf-8") if len(body) > 3 else body.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def iter_lines(stream: BinaryIO, stats: InputStats, max_bytes: int | None = None) -> Iterator[str]:
@@ -196,12 +291,31 @@ def _finish(piece: str, stats: InputStats) -> str:
     stats.lines += 1
     if len(piece) > MAX_LINE_CHARS:
         stats.truncated_lines += 1
-        piece = piece[:MAX_LINE_CHARS]
+        piece = cut_long(piece)
     return _last_frame(piece) if "\r" in piece else piece
+
+
+CUT_WORD_CHARS = 4096
+
+
+def cut_long(text: str) -> str:
+    """A line cut to MAX_LINE_CHARS without the word the cut went through.
+
+    Redaction sees lines after this cut: half a URL credential or a token's first half is a
+    fragment no pattern knows, so the word the cut falls in goes too (up to CUT_WORD_CHARS).
+    """
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    head = text[:MAX_LINE_CHARS]
+    space = max(head.rfind(" ", MAX_LINE_CHARS - CUT_WORD_CHARS), head.rfind("\t", MAX_LINE_CHARS - CUT_WORD_CHARS))
+    return head[: space + 1] if space >= 0 else head[: MAX_LINE_CHARS - CUT_WORD_CHARS]
 
 
 def _sniff_encoding(head: bytes, stats: InputStats) -> str:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        if not _reads_as_utf16(head):  # a BOM, then UTF-8 (PowerShell's `>`, then `cat >>`)
+            stats.encoding = "utf-8"
+            return "utf-8-bom16"
         stats.encoding = "utf-16"
         return "utf-16"
     if head.startswith(b"\xef\xbb\xbf"):

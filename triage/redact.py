@@ -1,10 +1,13 @@
-"""Scrub secrets from every string that leaves the process.
+"""Scrub secrets from the text a log brings in, before anything is cut or laid out.
 
 Logs carry tokens: `HF_TOKEN` in an environment dump, `api_key='...'` in printed
-arguments, `Authorization: Bearer ...` in a request log, credentials in a URL, a private
-key pasted by mistake. A report may be pasted into a public channel, so redaction is on by
-default in every output: the pipeline redacts every string of the report, and the CLI runs
-`redact_text` once more over text formats and over its own error lines.
+arguments (a Namespace, a dict, an argv list), `Authorization: Bearer ...` in a request
+log, credentials in a URL, a private key pasted by mistake. A report may be pasted into a
+public channel, so redaction is on by default. It runs in one place: the pipeline hands
+every line it keeps to `LineRedactor` *whole*, before parsing, before evidence is cut at
+600 characters or a message at 1000, so a secret that straddles a cut can never survive
+as a fragment the patterns no longer know. The tool's own words (remedies, templates,
+notes) never pass through it: `HF_TOKEN=<your read token>` stays as written.
 
 Every pattern is linear in its input: quantifiers that could be tried from each offset of a
 long word are bounded, so a hostile 64 KiB line costs milliseconds, not minutes.
@@ -16,6 +19,10 @@ import re
 from typing import Any
 
 MASK = "[REDACTED]"
+
+# Names of flags and keys whose value is a secret (argv flags, dict keys, environment names).
+_SECRET_NAME = r"(?:api[_\-]?key|token|password|passwd|secret|authorization)"
+_PLACEHOLDER = re.compile(r"<[^<>\n]{1,100}>|\[REDACTED\]")
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # private key blocks, whole (to the end of the text when the END line is missing)
@@ -42,12 +49,16 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # credentials inside URLs: scheme://user:password@host (a password may hold '@'; the last one ends it)
     (re.compile(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
      r"\1" + MASK + "@"),
-    # command-line flags with the value after a space: --api-key token-abc123, --hf-token hf_...
-    # (not a usage text's metavar: [--api-key API_KEY] [--hf-token [HF_TOKEN]])
-    (re.compile(r"(?i:(--[\w\-]{0,40}(?:api[_\-]?key|token|password|passwd|secret)\s+))"
-                r"(?![-\[{<])(?![A-Z][A-Z_]*(?:[\]\s]|$))[^\s'\"]+"),
-     r"\1" + MASK),
 ]
+# A secret-bearing flag and its value, as a shell line or an argv list prints it:
+#   --api-key tok   --api-key "tok"   --api-key 'tok'   '--api-key', 'tok'   "--hf-token", "tok"
+# (not a usage text's metavar: [--api-key API_KEY] [--hf-token [HF_TOKEN]])
+_FLAG_NAME = r"--[\w\-]{0,40}" + _SECRET_NAME
+_QUOTED_VALUE = r"'[^'\n]{0,4096}'|\"[^\"\n]{0,4096}\""
+_FLAG = re.compile(
+    r"(?i)(?:(?P<fq>['\"])" + _FLAG_NAME + r"(?P=fq)\s*,\s*(?P<item>" + _QUOTED_VALUE + ")"  # an argv list's items
+    r"|" + _FLAG_NAME + r"\s+(?:(?P<q>" + _QUOTED_VALUE + ")"                                 # a quoted value
+    r"|(?![-\[{<])(?-i:(?![A-Z][A-Z_]*(?:[\]\s]|$)))(?P<bare>[^\s'\",\]]+)))")                # a bare one, no metavar
 # key=value and 'key': value in argument dumps (Namespace(...), non-default args: {...}),
 # environment listings, URLs' query strings and JSON
 _KEY_VALUE = re.compile(
@@ -56,13 +67,33 @@ _KEY_VALUE = re.compile(
     ([\w\-]*(?:api[_\-]?key|hf[_\-]?token|access[_\-]?token|auth[_\-]?token|secret[_\-]?access[_\-]?key|
                secret|password|passwd|private[_\-]?key|token)['"]?\s*[:=]\s*)
     (?!None\b|none\b|null\b|False\b|True\b)
-    (\[REDACTED\]|'[^']*'|"[^"]*"|\[(?:\[REDACTED\]|[^\[\]]){0,4096}\]|[^\s,)}\]]+)""")
+    (\[REDACTED\]|<[^<>\n]{1,100}>|'[^']*'|"[^"]*"|\[(?:\[REDACTED\]|[^\[\]]){0,4096}\]|[^\s,)}\]]+)""")
+# Authorization: <scheme> <credentials>, in headers, dicts and JSON (a short credential too)
+_AUTHORIZATION = re.compile(
+    r"""(?ix)(\bauthorization['"]?\s*[:=]\s*['"]?)
+    (?:(bearer|basic|token|digest|negotiate|apikey)\s+)?
+    (\[REDACTED\]|[^\s'",}\]]{1,4096})""")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+# Cheap first look (plain substring tests on the lower-cased text, far quicker than one regex
+# with these alternatives): a line that holds none of these holds no secret any pattern knows.
+_TRIGGERS = ("hf_", "sk-", "k_live_", "k_test_", "gsk_", "aiza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_",
+             "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hooks.slack", "akia", "asia",
+             "agpa", "aida", "aroa", "eyj", "bearer", "basic", "token", "://", "key", "secret", "passw", "auth",
+             "private")
+
+
+def _maybe_secret(text: str) -> bool:
+    low = text.lower()
+    return any(t in low for t in _TRIGGERS)
+
+
+def _is_placeholder(inner: str) -> bool:
+    return not inner or _PLACEHOLDER.fullmatch(inner) is not None
 
 
 def _mask_value(m: re.Match[str]) -> str:
     value = m.group(2)
-    if value == MASK:
+    if _is_placeholder(value):
         return m.group(0)
     if value.startswith("[") and value.endswith("]"):  # a list of keys: api_key=['k1', 'k2']
         items = value[1:-1].strip()
@@ -73,30 +104,89 @@ def _mask_value(m: re.Match[str]) -> str:
         return f"{m.group(1)}[{MASK}]"
     quote = value[0] if value[:1] in ("'", '"') else ""
     inner = value[1:-1] if quote else value
-    if not inner or inner == MASK or (inner.startswith("<") and inner.endswith(">")):
+    if _is_placeholder(inner):
         return m.group(0)  # empty, already masked, or a placeholder such as <your token>
     return f"{m.group(1)}{quote}{MASK}{quote}"
 
 
 def _mask_quoted(m: re.Match[str]) -> str:
     value = m.group(0)
-    inner = value[1:-1]
-    if not inner or inner == MASK or (inner.startswith("<") and inner.endswith(">")):
-        return value
-    return f"{value[0]}{MASK}{value[0]}"
+    return value if _is_placeholder(value[1:-1]) else f"{value[0]}{MASK}{value[0]}"
+
+
+def _mask_flag(m: re.Match[str]) -> str:
+    group = next(g for g in ("item", "q", "bare") if m.group(g) is not None)
+    head, value = m.group(0)[: m.start(group) - m.start()], m.group(group)
+    if group == "bare":
+        return m.group(0) if _is_placeholder(value) else head + MASK
+    return head + (value if _is_placeholder(value[1:-1]) else f"{value[0]}{MASK}{value[0]}")
+
+
+def _mask_authorization(m: re.Match[str]) -> str:
+    if _is_placeholder(m.group(3)):
+        return m.group(0)
+    scheme = f"{m.group(2)} " if m.group(2) else ""
+    return f"{m.group(1)}{scheme}{MASK}"
 
 
 def redact_text(text: str) -> str:
     """The text with every secret this module knows replaced by [REDACTED]."""
-    if not text:
+    if not text or not _maybe_secret(text):
         return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
+    text = _FLAG.sub(_mask_flag, text)
+    text = _AUTHORIZATION.sub(_mask_authorization, text)
     return _KEY_VALUE.sub(_mask_value, text)
 
 
+def redact_shapes(text: str) -> str:
+    """Only the secrets known by their shape (hf_..., sk-..., a URL's password, a JWT), not
+    the `key: value` forms: for the tool's own sentences that quote a user's argument, where
+    "TOKEN: set it" is prose, not a credential."""
+    if not text or not _maybe_secret(text):
+        return text
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+class LineRedactor:
+    """Redacts a log line by line, remembering an open private-key block across lines.
+
+    A key pasted into a log spans lines (BEGIN, base64 rows, END): after a BEGIN line without
+    its END, the rows that look like the key's (base64, PEM headers) are masked whole, up to
+    MAX_KEY_LINES; the first line that looks like anything else ends the block, so a key cut
+    short never masks the log lines that follow it.
+    """
+
+    MAX_KEY_LINES = 200
+    _BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+    _END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+    _ROW = re.compile(r"[A-Za-z0-9+/=]{4,128}|(?:Proc-Type|DEK-Info|Comment): [^\n]{0,200}")
+
+    def __init__(self) -> None:
+        self._key_lines_left = 0
+
+    def __call__(self, line: str) -> str:
+        if self._key_lines_left:
+            end = self._END.search(line)
+            if end is not None:
+                self._key_lines_left = 0
+                line = MASK + line[end.end():]
+            elif self._ROW.fullmatch(line.strip()):
+                self._key_lines_left -= 1
+                return MASK
+            else:
+                self._key_lines_left = 0
+        begin = self._BEGIN.search(line)
+        if begin is not None and self._END.search(line, begin.end()) is None:
+            self._key_lines_left = self.MAX_KEY_LINES
+        return redact_text(line)
+
+
 def redact_data(value: Any) -> Any:
-    """Redact every string inside nested dicts/lists (a report's JSON form)."""
+    """Redact every string inside nested dicts/lists (foreign data in JSON form)."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, list):

@@ -8,6 +8,7 @@ as `file:line: rule 'id': what is wrong`, and all of them together.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from importlib import resources
@@ -188,12 +189,12 @@ def _load_pack(path: Path, problems: list[str], causes: set[str] | None) -> list
     from .strict_yaml import StrictLoader
 
     try:
-        if path.stat().st_size > MAX_PACK_BYTES:
-            problems.append(f"{path}: rule pack larger than {MAX_PACK_BYTES >> 10} KiB")
-            return []
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(f"{path}: cannot read rule pack: {exc}")
+        text = read_pack_text(path)
+    except ValueError as exc:  # too large, not a regular file, not UTF-8
+        problems.append(f"{path}: {exc}")
+        return []
+    except OSError as exc:
+        problems.append(f"{path}: cannot read rule pack: {exc.strerror or exc}")
         return []
     try:
         doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
@@ -220,6 +221,29 @@ def _load_pack(path: Path, problems: list[str], causes: set[str] | None) -> list
         problems.append(f"{path}: more than {MAX_RULES_PER_PACK} rules in one pack")
         return []
     return [r for r in (_compile_rule(path, raw, problems, causes) for raw in pack.rules) if r is not None]
+
+
+def read_pack_text(path: Path) -> str:
+    """A pack's text, read with a hard cap: at most MAX_PACK_BYTES + 1 bytes are ever read.
+
+    `st_size` is never trusted (0 for `/dev/zero`, which would be read forever); a FIFO, a
+    device or a socket is refused before a read can block on it.
+    """
+    from .read import file_kind
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind != "regular file":
+            raise ValueError(f"a rule pack must be a regular file, not a {kind}")
+        os.set_blocking(fd, True)
+        data = fh.read(MAX_PACK_BYTES + 1)
+    if len(data) > MAX_PACK_BYTES:
+        raise ValueError(f"rule pack larger than {MAX_PACK_BYTES >> 10} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot read rule pack: not UTF-8 text (byte {exc.start})") from None
 
 
 def _compile_rule(path: Path, raw: Any, problems: list[str], causes: set[str] | None) -> Rule | None:

@@ -25,7 +25,7 @@ from itertools import chain
 from functools import lru_cache
 
 from .periodic import METRICS_WORD, REQUEST, Periodic
-from .read import MAX_LINE_CHARS, InputStats, _finish, _last_frame, lines_of
+from .read import MAX_LINE_CHARS, InputStats, _finish, _last_frame, cut_long, lines_of
 from .reshape import mend_cut_start
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
@@ -451,7 +451,7 @@ class _RepairScanner:
             if no == 1:
                 text = mend_cut_start(text)
             if len(text) > MAX_LINE_CHARS:
-                text = text[:MAX_LINE_CHARS]
+                text = cut_long(text)
             in_window = self.window_left > 0
             if in_window:
                 self.window_left -= 1

@@ -1,0 +1,112 @@
+"""A rule pack cannot stall a run: rule expressions spend from a budget of operations.
+
+One 2 KiB rule with a 150-term expression, bound to every frame of a 10 000-frame
+traceback, took a run from 1.5 s to 10.5 s, and 500 such rules fit the pack limits (about
+an hour a log). Each rule now has a budget of operations per startup attempt (one per
+expression node, one per item an `in` or a function walks), all rules together one more;
+the rule that runs out is named in one line. The built-in packs spend a small share of it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+import triage.diagnose as diagnose
+from conftest import FIXTURES
+from test_hostile_secrets import FAILED, FATAL_LINE
+from triage.budget import Budget, BudgetExceeded
+from triage.cli import main
+from triage.errors import RuleBudgetError
+from triage.expr import Trace, compile_expr
+from triage.pipeline import Options, load_rules, run
+
+TERMS = 150
+
+
+def deep_traceback_log(frames: int = 10_000) -> bytes:
+    """The failing fixture with a traceback of FRAMES frames before its fatal line."""
+    lines = FAILED.read_text(encoding="utf-8").split("\n")
+    prefix = "ERROR 07-18 09:31:06 [core.py:586] "
+    body = [prefix + "Traceback (most recent call last):"]
+    for i in range(frames):
+        body += [f'{prefix}  File "/venv/vllm/mod{i}.py", line {i + 1}, in func{i}', f"{prefix}    call{i}()"]
+    return "\n".join(lines[: FATAL_LINE - 1] + body + lines[FATAL_LINE - 1:]).encode()
+
+
+def costly_rule(i: int) -> str:
+    """A rule of about 2 KiB: 150 terms, bound to every frame event, that never fires."""
+    terms = " or ".join(["event.lineno < 0"] + [f"0 == {k + 1}" for k in range(TERMS - 1)])
+    return (f"  - id: costly-{i}\n    cause: unknown_failure\n    title: costly\n"
+            f"    when:\n      event: frame\n      all:\n        - \"{terms}\"\n"
+            f"    explanation: x\n    fires_on: []\n    quiet_on: []\n")
+
+
+def pack(tmp_path: Path, rules: int) -> Path:
+    path = tmp_path / "costly.yaml"
+    path.write_text("schema: 1\nrules:\n" + "".join(costly_rule(i) for i in range(rules)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def deep_log() -> bytes:
+    return deep_traceback_log()
+
+
+@pytest.mark.parametrize("rules", [1, 500])
+def test_a_costly_pack_is_stopped_in_one_line_naming_its_rule(rules, tmp_path, deep_log):
+    path = pack(tmp_path, rules)
+    assert len(costly_rule(0)) < 2300 and path.stat().st_size < 1 << 20  # within the pack limits
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["-", "--rules", str(path), "-f", "json"], stdin=io.BytesIO(deep_log), stdout=out, stderr=err)
+    assert code == 2 and out.getvalue() == ""
+    line = err.getvalue()
+    assert line.count("\n") == 1 and "'costly-0'" in line and "evaluation budget" in line, line
+    assert f"{path}:" in line  # the pack and the rule's line
+
+
+def test_the_budget_counts_operations_not_time():
+    """A bound that does not depend on the machine: a fixed number of operations, then a stop."""
+    expr = compile_expr(" + ".join(["1"] * 100))
+    budget = Budget(1000)
+    for _ in range(9):
+        expr.evaluate({}, Trace(budget=budget))
+    with pytest.raises(BudgetExceeded):
+        expr.evaluate({}, Trace(budget=budget))
+    walk = compile_expr("'x' in failure")
+    with pytest.raises(BudgetExceeded):  # an `in` pays for each item it walks
+        walk.evaluate({"failure": list(range(5000))}, Trace(budget=Budget(1000)))
+
+
+def test_the_rules_together_have_a_budget_too(monkeypatch):
+    monkeypatch.setattr(diagnose, "ATTEMPT_OPS", 50)
+    with pytest.raises(RuleBudgetError, match="the rules together exceeded"):
+        run(io.BytesIO(FAILED.read_bytes()), "x", Options(), load_rules())
+
+
+def test_the_built_in_packs_spend_a_small_share_of_the_budget(monkeypatch, deep_log):
+    """Every fixture log, and the 10 000-frame traceback: each built-in rule spends under 1% of
+    its budget on any attempt, all rules together under 1% of theirs."""
+    spent: dict[str, int] = {}
+    attempts: list[Budget] = []
+    apply = diagnose._apply
+
+    def spy(rule, attempt, base, texts, fatal_lines, budget=None):
+        try:
+            return apply(rule, attempt, base, texts, fatal_lines, budget)
+        finally:
+            spent[rule.id] = max(spent.get(rule.id, 0), budget.spent)
+            if budget.parent not in attempts:
+                attempts.append(budget.parent)
+
+    monkeypatch.setattr(diagnose, "_apply", spy)
+    rules = load_rules()
+    logs = [p.read_bytes() for p in sorted(FIXTURES.rglob("*.log"))] + [deep_log]
+    for data in logs:
+        run(io.BytesIO(data), "x", Options(), rules)
+    assert len(spent) > 20 and attempts
+    worst = max(spent, key=spent.get)
+    assert spent[worst] < diagnose.RULE_OPS // 100, f"{worst} spent {spent[worst]}"
+    assert max(a.spent for a in attempts) < diagnose.ATTEMPT_OPS // 100
