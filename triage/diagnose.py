@@ -19,6 +19,7 @@ from . import events as ev
 from .errors import ExpressionError
 from .expr import FactView, Trace
 from .facts import Facts, find_oom, merge
+from .packages import companions
 from .report import Diagnosis, Evidence, Remedy
 from .rules import Rule
 from .timeline import Attempt, Signal
@@ -46,6 +47,7 @@ class FailureView(BaseModel):
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
     phase_frames: list[str] = []  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    companions: list[str] = []  # packages vLLM loads but does not ship, among the frames (packages.py)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -62,7 +64,7 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
         exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
         phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
-        where=_where(chain_frames),
+        where=_where(chain_frames), companions=companions([f.file for f in chain_frames]),
     )
 
 

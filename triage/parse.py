@@ -17,6 +17,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters
 
 from . import events as ev
+from . import events_layers
 from .lines import Line
 from .transform import TRANSFORMER
 
@@ -32,7 +33,8 @@ START_RULES = (
     "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
     "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
-    "systemd_oom", "phase_call",
+    "systemd_oom", "phase_call", "mps_oom", "device_error", "loader", "package_mismatch", "no_gpu", "hub_offline",
+    "model_missing", "files_corrupt", "disk_full", "not_writable", "config_invalid", "main_guard", "collective",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed", "phase_call"})
@@ -132,6 +134,7 @@ RUN_HEADS: dict[str, str] = {
     "USAGE_HEAD": r"[\w.\-]",
     "NO_VLLM_IMPL": r"[\w.]",
     "NOT_DIVISIBLE_BY": r"\d",
+    "LOADER_HEAD": r"[\w.+\-/]",
 }
 
 
@@ -159,7 +162,24 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
     "PHASE_CALL": tuple(f"{name}(" for name in PHASE_CALLS),
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
-                  "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
+                  "is restricted", "Invalid credentials in Authorization header", " is gated"),
+    "DEVICE_ERROR": ("CUDA error:", "HIP error:", "Hip error:", "XPU error:", "NPU error:", "CUDA_ERROR_",
+                     "Triton Error [", "Cuda failure", "Memory access fault by GPU node"),
+    "LOADER_HEAD": ("undefined symbol", "cannot open shared object file", "version `GLIBC_", "version `GLIBCXX_",
+                    "version `CXXABI_", "cannot allocate memory in static TLS block"),
+    "PACKAGE_MISMATCH": ("Torch not compiled with CUDA enabled", "installed an obsolete version of vllm",
+                         "data did not match any variant of untagged enum", "_OpNamespace' '",
+                         "A module that was compiled using NumPy 1.x cannot be run in"),
+    "HUB_OFFLINE": ("We couldn't connect to", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
+                    "outgoing traffic has been disabled", "An error happened while trying to locate the file",
+                    "There was a specific connection error when trying to load", "HTTPSConnectionPool(host='"),
+    "MODEL_MISSING": ("Repo id must be in the form", "does not appear to have a file named", "Unrecognized model in",
+                      "Can't load tokenizer for", "does not exist or is not accessible", "NotExistError:",
+                      "The request model: "),
+    "DISK_FULL": ("Not enough free disk space to download the file", "Disk quota exceeded", "% full"),
+    "CONFIG_INVALID": ("Input should be ", "is not a valid git identifier"),
+    "COLLECTIVE_HEAD": ("oneCCL:", "|CCL_ERROR|", "HCCL function error", "DIST call hccl api failed",
+                        "Gloo connectFullMesh failed", "ZE_RESULT_ERROR_"),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
 
 
@@ -219,6 +239,8 @@ HINT_LOOKBACK: dict[str, str] = {
     "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
     "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
     "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "",
+    "DEVICE_ERROR": "", "LOADER_HEAD": r"[\w.+\-/: ]", "PACKAGE_MISMATCH": "'", "HUB_OFFLINE": "",
+    "MODEL_MISSING": r"[\w.\-/ ]", "DISK_FULL": r"[\w ]", "CONFIG_INVALID": "", "COLLECTIVE_HEAD": "",
 }
 
 
@@ -479,7 +501,8 @@ def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
 
 EVENT_TYPES: dict[str, type[ev.Event]] = {
     cls.model_fields["kind"].default: cls
-    for cls in vars(ev).values()
+    for module in (ev, events_layers)
+    for cls in vars(module).values()
     if isinstance(cls, type) and issubclass(cls, ev.Event) and "kind" in cls.model_fields
 }
 
