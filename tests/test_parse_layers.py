@@ -167,9 +167,20 @@ def test_collectives_of_every_platform_are_the_nccl_family(text):
     ("  Input should be less than or equal to 1 [type=less_than_equal, input_value=1.5, input_type=float]",
      "config_invalid"),
     ("RuntimeError: An attempt has been made to start a new process before the", "main_guard_missing"),
+    ("RuntimeError: unable to mmap 3945026048 bytes from file </models/m/pytorch_model-00002-of-00017.bin>: Cannot "
+     "allocate memory (12)", "host_memory_problem"),
+    ("OSError: [Errno 12] Cannot allocate memory", "host_memory_problem"),
+    ("(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+     "crashed due to other reasons at node (ID: ab12, IP: 10.0.0.2) over the last time period.", "host_memory_problem"),
+    ("ImportError: libgomp.so.1: cannot allocate memory in static TLS block", "loader_error"),
 ])
 def test_families_of_the_layers_under_vllm(text, kind):
     one(text, kind)
+
+
+def test_an_mmap_that_failed_for_another_reason_is_not_host_memory():
+    assert "host_memory_problem" not in kinds(
+        "RuntimeError: unable to mmap 100 bytes from file </m/x.bin>: No such file or directory (2)")
 
 
 def test_a_local_path_that_is_not_there_is_marked_local():

@@ -467,6 +467,8 @@ class ToEvents(LayerEvents):
 
     def host_memory(self, head, tail=None):
         text, rest = str(head), str(tail or "")
+        if text == "unable to mmap" and "Cannot allocate memory" not in rest:
+            raise ValueError("an mmap that failed for another reason (a missing file, a file system)")
         out = {"kind": "host_memory_problem", "problem": _HOST_PROBLEMS.get(text, text),
                "generic": text.startswith("A worker died")}
         m = re.search(r"was (\d+(?:\.\d+)?)GB / (\d+(?:\.\d+)?)GB \((\d+(?:\.\d+)?)\), which exceeds the memory "
@@ -510,7 +512,12 @@ _HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unex
                   "Memory on the node": "Ray memory monitor threshold exceeded",
                   "killed by SIGKILL by OOM killer": "killed by the OOM killer",
                   "OOM-killed": "container OOM-killed", "OOMKilled": "container OOM-killed",
-                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer"}
+                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer",
+                  "unable to mmap": "mapping a file into host memory failed: Cannot allocate memory (ENOMEM)",
+                  "[Errno 12] Cannot allocate memory": "the host refused an allocation (ENOMEM)",
+                  "Cannot allocate memory (os error 12)": "the host refused an allocation (ENOMEM)",
+                  "killed due to memory pressure (OOM)": "Ray's raylet killed workers under memory pressure",
+                  "were killed due to the node running low on memory": "Ray killed workers: node low on memory"}
 
 
 def _nccl_problem(text: str) -> str:
