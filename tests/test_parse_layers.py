@@ -173,6 +173,8 @@ def test_collectives_of_every_platform_are_the_nccl_family(text):
     ("(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
      "crashed due to other reasons at node (ID: ab12, IP: 10.0.0.2) over the last time period.", "host_memory_problem"),
     ("ImportError: libgomp.so.1: cannot allocate memory in static TLS block", "loader_error"),
+    ("ValueError: Tokenizer class Qwen2TokenizerFast does not exist or is not currently imported.",
+     "package_mismatch"),
 ])
 def test_families_of_the_layers_under_vllm(text, kind):
     one(text, kind)

@@ -133,7 +133,9 @@ class LayerEvents(Transformer):
                     "data did not match any variant of untagged enum": (
                         "tokenizer.json was written by a newer tokenizers than the one installed", "tokenizers"),
                     "A module that was compiled using NumPy 1.x cannot be run in": (
-                        "an extension built for NumPy 1.x under NumPy 2", "numpy")}
+                        "an extension built for NumPy 1.x under NumPy 2", "numpy"),
+                    "does not exist or is not currently imported": (
+                        "the tokenizer class the model names is not in the installed transformers", "transformers")}
         if text in problems:
             problem, package = problems[text]
         else:
