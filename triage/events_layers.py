@@ -30,7 +30,7 @@ class DeviceError(Event):
 
 class LoaderError(Event):
     """The dynamic loader refused a compiled library: an undefined symbol, a missing `.so`,
-    a glibc/libstdc++ too old. `library` is the file named; `driver` marks libcuda / libnvidia-ml
+    a C library too old. `library` is the file named; `driver` marks libcuda / libnvidia-ml
     (the GPU driver's own libraries, missing when a container has no GPU runtime)."""
 
     kind: Literal["loader_error"] = "loader_error"
