@@ -195,3 +195,9 @@ def test_the_hub_low_disk_warning_keeps_its_figures():
     e = one("UserWarning: Not enough free disk space to download the file. The expected file size is: 3945.03 MB. "
             "The target location /root/.cache/huggingface/hub only has 1203.44 MB free disk space.", "disk_full")
     assert e.warning and e.needed == 3_945_030_000 and e.free == 1_203_440_000
+
+
+def test_permission_denied_without_a_path_is_no_cache_folder():
+    e = one("PermissionError: [Errno 13] Permission denied", "not_writable")
+    assert not e.cache
+    assert one("PermissionError: [Errno 13] Permission denied: '/.cache/huggingface'", "not_writable").cache

@@ -63,8 +63,8 @@ _OOM_TEXTS = ("out of memory", "OutOfMemory", "MemoryAllocation", "OUT_OF_MEMORY
 _PLATFORMS = {"CUDA": "CUDA", "HIP": "HIP", "Hip": "HIP", "XPU": "XPU", "NPU": "NPU", "Triton": "CUDA",
               "Cuda": "CUDA", "Memory": "HIP"}
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so", "libnvidia-", "libhsa-runtime", "libamdhip64.so")
-_CACHE_WORDS = (".cache", "cache", "huggingface", "hf_home", "triton", "inductor", "flashinfer", "/tmp", "vllm",
-                "torch_extensions", "xdg")
+_CACHE_WORDS = ("cache", "huggingface", "hf_home", "triton", "inductor", "flashinfer", "/tmp", "torch_extensions",
+                "/.config", "/.local")
 
 
 def _device_key(text: str) -> tuple[str, str] | None:
@@ -189,7 +189,8 @@ class LayerEvents(Transformer):
         path = _quoted_path(rest) or (re.match(r"(?:at )?(/\S+)", rest.strip()) or [None, None])[1]
         if "Check cache directory permissions" in text:
             path = None
-        cachey = path is None or any(w in path.lower() for w in _CACHE_WORDS) or "cache" in text
+        # no path (a socket bind below port 1024, say): a cache only when the message says so
+        cachey = (path is not None and any(w in path.lower() for w in _CACHE_WORDS)) or "cache" in text
         return {"kind": "not_writable", "problem": "read-only file system" if "Read-only" in text else "permission denied",
                 "path": path, "cache": cachey}
 
