@@ -66,6 +66,9 @@ def test_platform_is_a_field_not_a_family(text, platform):
      "present or supervisor privilege.", "memory_access_fault", "runtime_fault"),
     ("RuntimeError: CUDA error: peer access is not supported between these two devices", "peer_access",
      "peer_access"),
+    ("NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, GPU has fallen off the bus.", "gpu_lost", "runtime_fault"),
+    ("pynvml.NVMLError_GpuIsLost: GPU is lost", "gpu_lost", "runtime_fault"),
+    ("NVRM: Xid (PCI:0000:3b:00): 48, pid=2231, DBE (double bit error) ECC error", "xid", "runtime_fault"),
 ])
 def test_device_errors_are_keyed_by_the_error(text, error, family):
     e = one(text, "device_error")

@@ -29,6 +29,8 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("ecc_uncorrectable", "runtime_fault", ("uncorrectable ECC error encountered",),
      ("ECCUncorrectable", "ECCNotCorrectable", "ECC_UNCORRECTABLE")),
     ("nvlink_uncorrectable", "runtime_fault", ("uncorrectable NVLink error",), ("NvlinkUncorrectable",)),
+    ("gpu_lost", "runtime_fault", ("GPU has fallen off the bus", "NVMLError_GpuIsLost", "GPU is lost"), ()),
+    ("xid", "runtime_fault", ("NVRM: Xid",), ()),
     ("invalid_argument", "runtime_fault", ("invalid argument",), ("InvalidValue", "INVALID_VALUE")),
     ("no_kernel_image", "build_mismatch", ("no kernel image is available for execution on the device",),
      ("NoKernelImageForDevice", "NoBinaryForGpu", "NO_BINARY_FOR_GPU")),
@@ -61,7 +63,8 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
 _TEARDOWN = ("driver shutting down", "Deinitialized", "CudartUnloading", "DEINITIALIZED")
 _OOM_TEXTS = ("out of memory", "OutOfMemory", "MemoryAllocation", "OUT_OF_MEMORY")
 _PLATFORMS = {"CUDA": "CUDA", "HIP": "HIP", "Hip": "HIP", "XPU": "XPU", "NPU": "NPU", "Triton": "CUDA",
-              "Cuda": "CUDA", "Memory": "HIP"}
+              "Cuda": "CUDA", "Memory": "HIP", "NVRM:": "CUDA", "GPU": "CUDA", "NVMLError": "CUDA"}
+_HEAD_IN_TEXT = ("memory_access_fault", "xid", "gpu_lost")  # errors whose head is part of what they say
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so", "libnvidia-", "libhsa-runtime", "libamdhip64.so")
 _CACHE_WORDS = ("cache", "huggingface", "hf_home", "triton", "inductor", "flashinfer", "/tmp", "torch_extensions",
                 "/.config", "/.local")
@@ -101,7 +104,7 @@ class LayerEvents(Transformer):
             raise ValueError("a device error this table does not know")
         key, family = found
         return {"kind": "device_error", "platform": platform, "error": key, "family": family,
-                "text": (head_text + message).strip()[:300] if key == "memory_access_fault" else message[:300]}
+                "text": (head_text + " " + message).strip()[:300] if key in _HEAD_IN_TEXT else message[:300]}
 
     def loader(self, head, tail=None):
         text, rest = str(head), str(tail or "")
