@@ -18,6 +18,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters
 
 from . import events as ev
 from . import events_layers
+from .layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
 from .lines import Line
 from .transform import TRANSFORMER
 
@@ -162,27 +163,11 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
     "PHASE_CALL": tuple(f"{name}(" for name in PHASE_CALLS),
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
-                  "is restricted", "Invalid credentials in Authorization header", " is gated"),
-    "DEVICE_ERROR": ("CUDA error:", "HIP error:", "Hip error:", "XPU error:", "NPU error:", "CUDA_ERROR_",
-                     "Triton Error [", "Cuda failure", "Memory access fault by GPU node", "NVRM: Xid",
-                     "GPU has fallen off the bus", "NVMLError_GpuIsLost"),
-    "LOADER_HEAD": ("undefined symbol", "cannot open shared object file", "version `GLIBC_", "version `GLIBCXX_",
-                    "version `CXXABI_", "cannot allocate memory in static TLS block"),
-    "PACKAGE_MISMATCH": ("Torch not compiled with CUDA enabled", "installed an obsolete version of vllm",
-                         "data did not match any variant of untagged enum", "_OpNamespace' '",
-                         "A module that was compiled using NumPy 1.x cannot be run in",
-                         "does not exist or is not currently imported"),
-    "HUB_OFFLINE": ("We couldn't connect to", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
-                    "outgoing traffic has been disabled", "An error happened while trying to locate the file",
-                    "There was a specific connection error when trying to load", "HTTPSConnectionPool(host='"),
-    "MODEL_MISSING": ("Repo id must be in the form", "does not appear to have a file named", "Unrecognized model in",
-                      "Can't load tokenizer for", "does not exist or is not accessible", "NotExistError:",
-                      "The request model: "),
-    "DISK_FULL": ("Not enough free disk space to download the file", "Disk quota exceeded", "% full"),
-    "CONFIG_INVALID": ("Input should be ", "is not a valid git identifier"),
-    "COLLECTIVE_HEAD": ("oneCCL:", "|CCL_ERROR|", "HCCL function error", "DIST call hccl api failed",
-                        "Gloo connectFullMesh failed", "ZE_RESULT_ERROR_"),  # an OOM clause that can open a line only inside a wrapped OOM text
+                  "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
+
+
+REGEX_HINTS.update(LAYER_REGEX_HINTS)
 
 
 @lru_cache(maxsize=1)
@@ -241,9 +226,8 @@ HINT_LOOKBACK: dict[str, str] = {
     "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
     "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
     "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "",
-    "DEVICE_ERROR": "", "LOADER_HEAD": r"[\w.+\-/: ]", "PACKAGE_MISMATCH": "'", "HUB_OFFLINE": "",
-    "MODEL_MISSING": r"[\w.\-/ ]", "DISK_FULL": r"[\w ]", "CONFIG_INVALID": "", "COLLECTIVE_HEAD": "",
 }
+HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
 
 
 @lru_cache(maxsize=1)
