@@ -124,7 +124,7 @@ def test_families(text, kind, field, value):
     ("AssertionError: 32 is not divisible by 3", "not_divisible"),
     ("ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: [torch.float16]",
      "capability_too_low"),
-    ("RuntimeError: No CUDA GPUs are available", "driver_problem"),
+    ("RuntimeError: No CUDA GPUs are available", "gpu_not_visible"),
     ("torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined.",
      "nccl_error"),
     ("RuntimeError: unable to write to file </torch_123_456_0>: No space left on device (28)", "shm_problem"),

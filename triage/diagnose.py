@@ -22,6 +22,7 @@ from .errors import ExpressionError, RuleBudgetError
 from .expr import FactView, Trace
 from .facts import Facts, find_oom, merge
 from .memory_view import build_view, check_remedies
+from .packages import companions
 from .report import Diagnosis, Evidence, Remedy
 from .rules import Rule
 from .timeline import Attempt, Signal
@@ -55,6 +56,7 @@ class FailureView(BaseModel):
     phase_frames: list[str] = []  # the frame functions that placed it in its phase: its own, else a sibling rank's
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
+    companions: list[str] = []  # packages vLLM loads but does not ship, among the frames (packages.py)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -72,6 +74,7 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
         phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
         where=_where(chain_frames), root=_root(signal), package=_package(signal),
+        companions=companions([f.file for f in chain_frames]),
     )
 
 

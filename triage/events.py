@@ -322,6 +322,7 @@ class HubAuthError(Event):
     status: int | None = None
     repo: str | None = None
     gated: bool = False
+    token_rejected: bool = False  # "Invalid credentials in Authorization header": a bad or expired token
 
 
 class RepoNotFound(Event):
@@ -329,6 +330,7 @@ class RepoNotFound(Event):
 
     kind: Literal["repo_not_found"] = "repo_not_found"
     repo: str | None = None
+    local: bool = False  # the id is a path (/, ., ~): a folder that is not there, not a Hub typo
 
 
 class ArchitectureUnsupported(Event):

@@ -135,6 +135,9 @@ def _absorb(facts: Facts, e: ev.Event) -> None:
     elif isinstance(e, ev.SwapSpace):
         put("swap_bytes", e.swap, e)
         put("cpu_total_bytes", e.cpu_total, e)
+    elif isinstance(e, ev.HubAuthError) and (e.gated or e.token_rejected):
+        # the Hub said why it refused (a gated repo, a bad token): a 401 "Repository Not Found" is then auth, not a typo
+        put("hub_refused_auth", True, e)
     elif isinstance(e, ev.RestartCount):
         facts["restart_count"] = Fact(max(e.count, facts.value("restart_count") or 0), e.line, e.origin)
     elif isinstance(e, ev.GpuInfo):

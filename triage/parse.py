@@ -17,6 +17,8 @@ from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, VisitError
 
 from . import events as ev
+from . import events_layers
+from .layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
 from .lines import Line
 from .periodic import metrics_item
 from .transform import TRANSFORMER
@@ -34,6 +36,8 @@ START_RULES = (
     "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
     "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
     "systemd_oom", "phase_call", "crash", "exit_code", "supervisor",
+    "mps_oom", "device_error", "loader", "package_mismatch", "no_gpu", "hub_offline",
+    "model_missing", "files_corrupt", "disk_full", "not_writable", "config_invalid", "main_guard", "collective",
 )
 # Rules that only make sense at the start of a message (their anchors are generic words).
 AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed", "phase_call"})
@@ -129,6 +133,7 @@ RUN_HEADS: dict[str, str] = {
     "USAGE_HEAD": r"[\w.\-]",
     "NO_VLLM_IMPL": r"[\w.]",
     "NOT_DIVISIBLE_BY": r"\d",
+    "LOADER_HEAD": r"[\w.+\-/]",
 }
 
 
@@ -162,6 +167,9 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
                   "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
+
+
+REGEX_HINTS.update(LAYER_REGEX_HINTS)
 
 
 @lru_cache(maxsize=1)
@@ -221,6 +229,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
     "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "", "CRASH": "", "EXIT_CODE": "", "SUPERVISOR_FAILED": "",
 }
+HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
 
 
 @lru_cache(maxsize=1)
@@ -510,7 +519,8 @@ def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
 
 EVENT_TYPES: dict[str, type[ev.Event]] = {
     cls.model_fields["kind"].default: cls
-    for cls in vars(ev).values()
+    for module in (ev, events_layers)
+    for cls in vars(module).values()
     if isinstance(cls, type) and issubclass(cls, ev.Event) and "kind" in cls.model_fields
 }
 

@@ -33,6 +33,9 @@ ROOT_KINDS = frozenset({
     "sampler_warmup_oom", "load_model_oom", "profiling_mismatch", "address_in_use", "hub_auth_error",
     "repo_not_found", "architecture_unsupported", "not_divisible", "not_enough_gpus", "capability_too_low",
     "driver_problem", "nccl_error", "usage_error", "killed", "process_crash",
+    # the layers under vLLM (events_layers.py)
+    "device_error", "loader_error", "package_mismatch", "gpu_not_visible", "hub_unreachable", "model_files_corrupt",
+    "disk_full", "not_writable", "config_invalid", "main_guard_missing",
 })
 # Errors that end a server that was already serving (the rest after readiness are per request).
 FATAL_AFTER_READY = frozenset({"process_died", "cpu_alloc_failed", "address_in_use", "host_memory_problem", "killed",
@@ -406,6 +409,8 @@ class Timeline:
             return chain
         if isinstance(event, ev.ExceptionRaised):
             if chain is not None and chain.tracebacks and chain.tracebacks[-1].exception is None:
+                if "RayTaskError(" in event.type:
+                    return chain  # Ray prints the remote traceback after this line: the same traceback goes on
                 chain.tracebacks[-1].exception = event
                 return chain
             return None
@@ -493,6 +498,8 @@ def _is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:
         return True
     if isinstance(event, ev.ProcessCrash):
         return line.level not in CHATTER_LEVELS
+    if event.kind == "disk_full" and getattr(event, "warning", False):
+        return False  # the hub's low-disk warning predicts a failure; it is not one
     if event.kind in ROOT_KINDS or event.kind == "process_died":
         return True
     if _no_kv_cache(event):

@@ -13,6 +13,7 @@ from lark import Token, Transformer, v_args
 
 from . import events as ev
 from .settings import parse_settings
+from .transform_layers import LayerEvents
 from .units import parse_size
 
 
@@ -25,8 +26,9 @@ def _int(tok: Token | str) -> int:
 
 
 @v_args(inline=True)
-class ToEvents(Transformer):
-    """Method names are the grammar's rule names and aliases; each returns event fields."""
+class ToEvents(LayerEvents):
+    """Method names are the grammar's rule names and aliases; each returns event fields (those of
+    the layers under vLLM come from LayerEvents)."""
 
     # --- OOM ---
     def oom(self, head, requested, rest, tail=None):
@@ -79,7 +81,7 @@ class ToEvents(Transformer):
             out.update(c)
         return out
 
-    def old_gpu(self, index):
+    def old_gpu(self, _device, index):
         return {"gpu_index": _int(index)}
 
     def old_total(self, size, _cap):
@@ -349,7 +351,7 @@ class ToEvents(Transformer):
     def hub_gated(self, head, tail=None):
         text = str(head)
         if text == "Invalid credentials in Authorization header":
-            return {"kind": "hub_auth_error", "status": 401, "repo": _hf_repo(str(tail or ""))}
+            return {"kind": "hub_auth_error", "status": 401, "repo": _hf_repo(str(tail or "")), "token_rejected": True}
         return {"kind": "hub_auth_error", "gated": True, "repo": _hf_repo(text + " " + str(tail or ""))}
 
     def hub_missing(self, head, tail=None):
@@ -459,7 +461,8 @@ class ToEvents(Transformer):
     def shm(self, head, tail=None):
         text, rest = str(head), str(tail or "")
         if text == "No space left on device" and not re.search(r"/dev/shm|shm|torch_\d", rest + text):
-            raise ValueError("disk full, not /dev/shm")
+            path = re.search(r"""['"]([~/.\w][^'"]*)['"]""", rest)
+            return {"kind": "disk_full", "problem": "no space left on device", "path": path.group(1) if path else None}
         path = re.search(r"(/dev/shm/\S+)", rest)
         size = re.search(r"\(size (\d+)\)|to (\d+) bytes|only (\d+) bytes", rest)
         return {"kind": "shm_problem", "problem": _SHM_PROBLEMS.get(text, text), "path": path.group(1) if path else None,
@@ -467,6 +470,8 @@ class ToEvents(Transformer):
 
     def host_memory(self, head, tail=None):
         text, rest = str(head), str(tail or "")
+        if text == "unable to mmap" and "Cannot allocate memory" not in rest:
+            raise ValueError("an mmap that failed for another reason (a missing file, a file system)")
         out = {"kind": "host_memory_problem", "problem": _HOST_PROBLEMS.get(text, text),
                "generic": text.startswith("A worker died")}
         m = re.search(r"was (\d+(?:\.\d+)?)GB / (\d+(?:\.\d+)?)GB \((\d+(?:\.\d+)?)\), which exceeds the memory "
@@ -504,16 +509,12 @@ _DRIVER_PROBLEMS = {
     "no kernel image is available for execution on the device": "no kernel image for this GPU",
     "device kernel image is invalid": "kernel image built for another GPU or toolkit",
     "CUDA driver version is insufficient for CUDA runtime version": "driver older than the CUDA runtime",
-    "Found no NVIDIA driver on your system": "no NVIDIA driver",
     "The NVIDIA driver on your system is too old": "driver too old",
-    "no CUDA-capable device is detected": "no GPU visible",
     "forward compatibility was attempted on non supported HW": "CUDA forward compatibility on unsupported hardware",
     "system has unsupported display driver / cuda driver combination": "driver and CUDA libraries mismatch",
-    "_C.abi3.so: undefined symbol": "vLLM's compiled kernels do not match the installed torch/CUDA",
-    "installed an obsolete version of vllm": "vLLM's compiled kernels do not match the installed torch/CUDA",
-    "libcuda.so.1: cannot open shared object file": "no NVIDIA driver (libcuda.so.1 not found)",
-    "No CUDA GPUs are available": "no GPU visible to this process (driver, container runtime or CUDA_VISIBLE_DEVICES)",
-    "Torch not compiled with CUDA enabled": "a CPU-only build of torch is installed",
+    "hipErrorNoBinaryForGpu: Unable to find code object": "no kernel image for this GPU (the ROCm build lacks its gfx target)",
+    "Failed to initialize NVML: Driver/library version mismatch": "driver and NVML library versions differ (reboot or reload the driver)",
+    "nvidia-container-cli: requirement error: unsatisfied condition": "the image needs a newer CUDA than the host driver supports (driver too old)",
 }
 _NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
                "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",
@@ -531,7 +532,12 @@ _HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unex
                   "Memory on the node": "Ray memory monitor threshold exceeded",
                   "killed by SIGKILL by OOM killer": "killed by the OOM killer",
                   "OOM-killed": "container OOM-killed", "OOMKilled": "container OOM-killed",
-                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer"}
+                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer",
+                  "unable to mmap": "mapping a file into host memory failed: Cannot allocate memory (ENOMEM)",
+                  "[Errno 12] Cannot allocate memory": "the host refused an allocation (ENOMEM)",
+                  "Cannot allocate memory (os error 12)": "the host refused an allocation (ENOMEM)",
+                  "killed due to memory pressure (OOM)": "Ray's raylet killed workers under memory pressure",
+                  "were killed due to the node running low on memory": "Ray killed workers: node low on memory"}
 
 
 def _nccl_problem(text: str) -> str:
