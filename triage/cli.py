@@ -279,8 +279,7 @@ def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -
     if fmt == "quiet":
         from .render.common import one_line
 
-        return "".join(one_line(r) + "
-" for r in reports)
+        return "".join(one_line(r) + "\n" for r in reports)
     if fmt == "github" and len(reports) > 1:
         from .render.github import render_many
 
