@@ -22,7 +22,7 @@ READY = "INFO:     Application startup complete.\n"
     ("Aborted (core dumped)", "process_crash", "SIGABRT"),
     ("terminate called after throwing an instance of 'c10::Error'", "process_crash", "SIGABRT"),
     ("Memory access fault by GPU node-2 (Agent handle: 0x5a1) on address 0x7f00. Reason: Page not present or "
-     "supervisor privilege.", "process_crash", "SIGABRT"),
+     "supervisor privilege.", "device_error", None),  # the HSA abort: a device fault, which ends the process
     ("vllm-1 exited with code 3", "process_died", 3),
     ("    Exit Code:    2", "process_died", 2),
     ("vllm-openai   Exited (1) 5 seconds ago", "process_died", 1),

@@ -23,8 +23,9 @@ from triage.memory import Quantity
 from triage.memory import kv as mkv
 
 CONFIGS = ROOT / "fixtures" / "configs"
-MEMORY_CAUSES = {"weights_exceed_memory", "kv_cache_insufficient", "gpu_memory_utilization_too_high",
-                 "foreign_gpu_processes"}
+# Causes a plan from the model and the GPU's total can see; memory other processes held is
+# invisible to it without an nvidia-smi listing (the corpus logs do not carry one for these).
+MEMORY_CAUSES = {"weights_exceed_memory", "kv_cache_insufficient", "gpu_memory_utilization_too_high"}
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
 
 

@@ -154,7 +154,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
     "EXIT_STATUS": ("exited with code 13", "Exit Code: 13", "OOMKilled"),
     "CRASH": ("Segmentation fault", "Illegal instruction", "Floating point exception", "Aborted",
-              "Fatal Python error: ", "terminate called after throwing", "Memory access fault by GPU"),
+              "Fatal Python error: ", "terminate called after throwing"),
     "EXIT_CODE": ("exited with code ", "Exit Code: ", "Exited ("),
     "SUPERVISOR_FAILED": ("Back-off restarting failed container", "CrashLoopBackOff", "Failed with result '"),
     "NOT_DIVISIBLE_BY": (" is not divisible by ",),
