@@ -110,7 +110,9 @@ time.sleep(30)
 CHILD_STUBBORN = """
 import os, signal, subprocess, sys, time
 signal.signal(signal.SIGINT, lambda signum, frame: print("ignored SIGINT", flush=True))
-grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"])
+grandchild = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                               "print('ready', flush=True); time.sleep(60)"], stdout=subprocess.PIPE)
+grandchild.stdout.readline()  # it ignores SIGINT from here on: a SIGINT while it starts would kill it
 print("pid", os.getpid(), grandchild.pid, flush=True)
 for _ in range(60):
     time.sleep(1)
