@@ -87,8 +87,6 @@ def test_each_family_keeps_its_share(family):
     assert kept / total >= FAMILY_BAR, f"{family}: {kept}/{total}; changed: {missed}"
 
 
-@pytest.mark.xfail(reason="the NPU spelling of an OOM (`NPU out of memory. ... (NPU 0; ...)`) is read by issue "
-                          "10 part A's platform vocabulary, not merged on this branch", strict=False)
 def test_the_npu_spelling_keeps_its_share():
     kept, total = shares(lambda r: r[1]).get("npu", (0, 0))
     assert total and kept / total >= FAMILY_BAR
