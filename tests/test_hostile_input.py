@@ -41,7 +41,8 @@ from triage.errors import ExpressionError, InputError, TriageError
 from triage.expr import FUNCTIONS, FactView, Trace, compile_expr, compile_template
 from triage.facts import Fact
 from triage.lines import Line, peel
-from triage.parse import _SEEN, anchors, parse_line_detail
+from triage.grammar import anchors
+from triage.parse import _SEEN, parse_line_detail
 from triage.read import InputStats, iter_lines
 from triage.redact import redact_text
 

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from typing import IO
 
 from . import events as ev
-from .cli import _Parser, _terminal_width, _write, render_all
+from .exit_codes import ArgParser, exit_code
 from .errors import InputError, TriageError, UsageError
 from .pipeline import Options, load_rules
 from .read import CHUNK_SIZE, MAX_LINE_CHARS, _last_frame
 from .tail import Tail as _Tail
+from .output import emit, isatty
 from .report import Report, found_failure
 
 PUMP_CHUNK = 64 * 1024
@@ -172,22 +173,6 @@ class Watch:
         return self.report
 
 
-def _failed(report: Report) -> bool:
-    return found_failure(report)
-
-
-def _emit(report: Report, fmt: str | None, out: str | None, stream: IO[str], redact: bool = True,
-          color_mode: str = "auto", width: int | None = None) -> None:
-    from .conventions import color_wanted, default_format
-
-    tty = out is None and _isatty(stream)
-    fmt = fmt or default_format(tty)
-    color = color_wanted(color_mode, tty)
-    text = render_all([report], fmt, redact, width=width or (_terminal_width() if tty else 100), color=color)
-    _write(text, out, stream)
-    stream.flush()
-
-
 # ----------------------------------------------------------------------------- run -- CMD
 
 
@@ -219,7 +204,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
             _clear_group(proc.pid)
     code = proc.returncode
     if not printed:
-        _report_run(watch, args, stderr, only_if=lambda r: _failed(r) or (code != 0 and not forwarder.count),
+        _report_run(watch, args, stderr, only_if=lambda r: found_failure(r) or (code != 0 and not forwarder.count),
                     exit_code=None if forwarder.count else code)
     if pump.log_error:
         stderr.write(f"vllm-triage: could not write {args.log}: {pump.log_error}\n")
@@ -237,7 +222,7 @@ def _parse_run(argv: list[str]):
     from .conventions import size_arg
     from .render import FORMATS
 
-    p = _Parser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
+    p = ArgParser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
                 description="Run a vLLM server, pass its output through, and "
                 "explain a failed startup on stderr. Exits with the command's exit code.")
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
@@ -267,16 +252,9 @@ def _spawn(cmd: list[str]) -> subprocess.Popen:
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")  # its stdout is a pipe now; keep print() output live
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-    stdin = subprocess.DEVNULL if _isatty(sys.stdin) else None  # a background group cannot read the tty
+    stdin = subprocess.DEVNULL if isatty(sys.stdin) else None  # a background group cannot read the tty
     return subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
                             env=env, **group)  # type: ignore[call-overload]
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None,
@@ -296,7 +274,7 @@ def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report],
         report = report.model_copy(update={"notes": [*report.notes, note]})
     if only_if is None or only_if(report):
         stderr.flush()
-        _emit(report, args.format, args.output, stderr)
+        emit(report, args.format, args.output, stderr)
         if args.output:
             stderr.write(f"vllm-triage: report written to {args.output}\n")
     return True
@@ -458,12 +436,12 @@ def follow_command(args, stdout: IO[str]) -> int:
     healthy = report.outcome in ("healthy", "recovered")
     for fmt, out in args.outputs or [(None, None)]:
         if out is not None or not healthy:  # once ready, stdout gets one line (files still get the report)
-            _emit(report, fmt, out, stdout, options.redact, args.color, args.width)
+            emit(report, fmt, out, stdout, options.redact, args.color, args.width)
     if healthy:
         where = f" (line {ready.line}: {ready.what.strip()!r})" if ready is not None else ""
         stdout.write(f"vllm-triage: {report.input.name}: ready{where}\n")
         return 0
-    return 1 if _failed(report) else 0
+    return exit_code([report])
 
 
 def follow(path: str, timeout: float | None, options: Options, rules: list) -> tuple[Report, ev.Ready | None]:
@@ -511,7 +489,8 @@ class _ReadyScan:
 
 def _says_ready(raw: str) -> bool:
     from .lines import peel
-    from .parse import parse_line_detail, prefilter
+    from .parse import parse_line_detail
+    from .vocabulary import prefilter
 
     raw = _last_frame(raw)
     if not prefilter(raw):

@@ -30,10 +30,6 @@ ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 
 
-class LineDict(dict):
-    line: int = 0
-
-
 # --- schema ---------------------------------------------------------------------------
 
 
