@@ -38,7 +38,9 @@ from triage.budget import Budget, BudgetExceeded
 from triage.cli import main
 from triage.diagnose import RULE_OPS
 from triage.errors import ExpressionError, InputError, TriageError
-from triage.expr import FUNCTIONS, FactView, Trace, compile_expr, compile_template
+from triage.expr import FactView, Trace, compile_expr
+from triage.expr_functions import FUNCTIONS
+from triage.template import compile_template
 from triage.facts import Fact
 from triage.lines import Line, peel
 from triage.grammar import anchors

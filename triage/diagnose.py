@@ -25,7 +25,8 @@ from .memory_view import build_view, check_remedies
 from .packages import companions
 from .report import Diagnosis, Evidence, Remedy
 from .rules import Rule
-from .timeline import Attempt, Signal
+from .signals import Signal
+from .timeline import Attempt
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and

@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ExpressionError, RulePackError
-from .expr import Expr, Template, compile_expr, compile_template
+from .expr import Expr, compile_expr
+from .template import Template, compile_template
 
 SCHEMA_VERSION = 1
 MAX_PACK_BYTES = 1 << 20
