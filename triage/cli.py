@@ -176,7 +176,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     if args.no_redact:
         stderr.write(NO_REDACT_WARNING)
     if args.follow is not None or args.timeout is not None:
-        from .live import follow_command
+        from .follow import follow_command
 
         return follow_command(args, stdout)
     if not args.paths:
