@@ -1,7 +1,8 @@
-"""The command line: arguments, exit codes, and the one place errors become one line on stderr.
+"""The command line: arguments, the subcommand table, and the one place errors become one line
+on stderr.
 
-Exit codes (a contract): 0 no failure found, 1 a failure found (diagnosed or not),
-2 usage, input or rule-pack error (also when one of several logs could not be read).
+Exit codes (a contract, in `exit_codes.py`): 0 no failure found, 1 a failure found (diagnosed
+or not), 2 usage, input or rule-pack error (also when one of several logs could not be read).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ came from and the origin (process/rank) that printed it. Every quantity of memor
 int in bytes; vLLM's "GB" labels are GiB values and are converted as such.
 
 The classes live by family (`events_memory`, `events_progress`, `events_failures`,
-`events_evidence`, and `events_layers` for the layers under vLLM); this module gathers them
-so every stage names an event `ev.<Class>`.
+`events_evidence`); this module gathers them so every stage names an event `ev.<Class>`.
+The layers under vLLM (`events_layers`) are read by their kind and not gathered here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Lines to events: a cheap anchor scan, then lark (LALR) on the text from each anchor.
 
 Each start rule of `vllm_log.lark` begins with a terminal; those first terminals are the
-anchors. One combined regex of all anchors, built from the grammar itself so the two
-cannot drift apart, finds in one pass which rules a line can feed. Lines with no anchor
-never reach the parser. A line the grammar does not accept is simply not an event.
+anchors (`grammar.py` reads them off the grammar, so the two cannot drift apart; the
+words the search starts from are `vocabulary.py`'s). The anchor search finds which rules a
+line can feed; lines with no anchor never reach the parser. A line the grammar does not
+accept is simply not an event.
 """
 
 from __future__ import annotations
