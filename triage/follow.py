@@ -12,7 +12,7 @@ from .exit_codes import exit_code
 from .feed import Watch
 from .output import emit
 from .pipeline import Options, load_rules
-from .read import MAX_LINE_CHARS, _last_frame
+from .read import MAX_LINE_CHARS, last_frame
 from .report import Report
 from .tail import Tail as _Tail
 
@@ -91,7 +91,7 @@ def _says_ready(raw: str) -> bool:
     from .parse import parse_line_detail
     from .vocabulary import prefilter
 
-    raw = _last_frame(raw)
+    raw = last_frame(raw)
     if not prefilter(raw):
         return False
     events, _ = parse_line_detail(peel(raw, 0))

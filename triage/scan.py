@@ -22,7 +22,7 @@ from itertools import chain
 
 from .matcher import Matcher
 from .periodic import METRICS_WORD, REQUEST, Periodic
-from .read import MAX_LINE_CHARS, InputStats, _finish, _last_frame, cut_long, lines_of
+from .read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from .reshape import mend_cut_start
 from .unwrap import SAMPLE_LINES, Repair, detect, repaired
 
@@ -189,7 +189,7 @@ class _Scanner:
         self.runs = {}
         for no, line in held:
             text = line.decode("utf-8", "replace")
-            yield no, _last_frame(text) if "\r" in text else text, True, False  # as `_finish` cuts it
+            yield no, last_frame(text) if "\r" in text else text, True, False  # as `finish_line` cuts it
         if marked is not None:
             yield marked
 
@@ -218,7 +218,7 @@ class _Scanner:
         in_window = self.window_left > 0
         if in_window:
             self.window_left -= 1
-        text = _finish(text, self.stats)
+        text = finish_line(text, self.stats)
         if self.stats.lines == 1:
             text = mend_cut_start(text)
             hit = None if hit is False else hit
