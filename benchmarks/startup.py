@@ -28,6 +28,7 @@ def main(path: str) -> dict[str, float]:
     from triage.render import render
     from triage.report import Report
     from triage.scan import iter_marked
+    from triage.vocabulary import matcher
     from triage.timeline import Timeline
 
     marks["import"] = time.perf_counter() - t
@@ -38,7 +39,7 @@ def main(path: str) -> dict[str, float]:
     stream, name = open_source(path)
     stats = InputStats(name=name)
     with stream:
-        marked = list(iter_marked(iter_chunks(stream, stats), stats, pipeline.MAX_JOINS, wrap_sample=256 << 10))
+        marked = list(iter_marked(iter_chunks(stream, stats), stats, matcher(), pipeline.MAX_JOINS, wrap_sample=256 << 10))
     marks["scan"] = time.perf_counter() - t
     t = time.perf_counter()
     pairs = list(pipeline._events(iter(marked)))

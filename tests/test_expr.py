@@ -3,7 +3,8 @@
 import pytest
 
 from triage.errors import ExpressionError
-from triage.expr import FactView, Trace, compile_expr, compile_template
+from triage.expr import FactView, Trace, compile_expr
+from triage.template import compile_template
 from triage.facts import Fact
 
 CTX = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 
 from conftest import FIXTURES, triage_file
-from triage.cli import main, render_all
+from triage.cli import main
+from triage.output import render_all
 from triage.render.github import MAX_ANNOTATIONS
 from triage.step_summary import LIMIT_BYTES, append_step_summary, summary_text
 

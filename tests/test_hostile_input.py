@@ -38,10 +38,13 @@ from triage.budget import Budget, BudgetExceeded
 from triage.cli import main
 from triage.diagnose import RULE_OPS
 from triage.errors import ExpressionError, InputError, TriageError
-from triage.expr import FUNCTIONS, FactView, Trace, compile_expr, compile_template
+from triage.expr import FactView, Trace, compile_expr
+from triage.expr_functions import FUNCTIONS
+from triage.template import compile_template
 from triage.facts import Fact
 from triage.lines import Line, peel
-from triage.parse import _SEEN, anchors, parse_line_detail
+from triage.grammar import anchors
+from triage.parse import _SEEN, parse_line_detail
 from triage.read import InputStats, iter_lines
 from triage.redact import redact_text
 

@@ -20,7 +20,9 @@ import pytest
 from triage import events as ev
 from triage.cli import main
 from triage.errors import ExpressionError, RulePackError
-from triage.expr import FUNCTIONS, MAX_DEPTH, FactView, compile_expr, compile_template
+from triage.expr import MAX_DEPTH, FactView, compile_expr
+from triage.expr_functions import FUNCTIONS
+from triage.template import compile_template
 from triage.facts import Fact
 from triage.rules import load_packs, load_taxonomy
 

@@ -16,7 +16,8 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from triage.cli import NO_REDACT_WARNING, _triage_parser, main
+from triage.cli import _triage_parser, main
+from triage.output import NO_REDACT_WARNING
 from triage.redact import MASK, redact_data, redact_text
 from triage.render import FORMATS
 

@@ -212,7 +212,7 @@ def test_follow_missing_file_and_usage(tmp_path):
 
 
 def test_tail_reads_again_after_truncation_and_rotation(tmp_path):
-    from triage.live import _Tail
+    from triage.follow import _Tail
 
     path = tmp_path / "a.log"
     path.write_bytes(b"first run\n")
@@ -228,7 +228,7 @@ def test_tail_reads_again_after_truncation_and_rotation(tmp_path):
 
 def test_pipeline_reads_a_live_feed_incrementally():
     """The fatal event is seen while the feed is still open (the reader does not wait for EOF)."""
-    from triage.live import Watch
+    from triage.feed import Watch
     from triage.pipeline import Options, load_rules
 
     watch = Watch("live", Options(), load_rules())

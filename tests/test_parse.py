@@ -4,9 +4,10 @@ import re
 
 import pytest
 
-from triage import parse
+from triage import grammar, parse
 from triage.lines import peel
-from triage.parse import parse_line, prefilter
+from triage.parse import parse_line
+from triage.vocabulary import prefilter
 from triage.units import GiB, MiB
 
 
@@ -167,11 +168,11 @@ def test_every_event_line_passes_the_prefilter():
 
 
 def test_errors_are_located_as_with_lark_own_root_lexer():
-    """`parse._skip_root_lexer` spares the 185-terminal root lexer; errors keep their position."""
+    """`grammar._skip_root_lexer` spares the 185-terminal root lexer; errors keep their position."""
     from lark import Lark
     from lark.exceptions import LarkError
 
-    stock = Lark.open_from_package("triage", "vllm_log.lark", parser="lalr", start=list(parse.START_RULES))
+    stock = Lark.open_from_package("triage", "vllm_log.lark", parser="lalr", start=list(grammar.START_RULES))
     cases = [
         ("oom", "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; §"),
         ("budget", "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = zz"),
@@ -182,22 +183,22 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
     ]
     for rule, text in cases:
         errors = []
-        for lark in (stock, parse.grammar()):
+        for lark in (stock, grammar.grammar()):
             try:
                 lark.parse(text, start=rule)
                 errors.append(None)
             except LarkError as exc:
                 errors.append(parse._error_pos(exc, text))
         assert errors[0] is not None and errors[0] == errors[1], (rule, text, errors)
-    assert isinstance(parse.grammar().parser.lexer.root_lexer, parse._NoRootLexer)
+    assert isinstance(grammar.grammar().parser.lexer.root_lexer, grammar._NoRootLexer)
 
 
 def test_phase_calls_in_the_grammar_and_in_parse_are_the_same_known_phase_functions():
     from triage.phases import FRAME_PHASES
 
-    terminal = next(t for t in parse.grammar().terminals if t.name == "PHASE_CALL")
+    terminal = next(t for t in grammar.grammar().terminals if t.name == "PHASE_CALL")
     names = set(re.search(r"\(\?:((?:\w+\|)+\w+)\)\\\($", terminal.pattern.value).group(1).split("|"))
-    assert names == set(parse.PHASE_CALLS)
+    assert names == set(grammar.PHASE_CALLS)
     assert all(name in FRAME_PHASES for name in names)
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage import parse, periodic, pipeline, scan
+from triage import parse, periodic, pipeline, scan, vocabulary
 from triage.lines import peel, starts_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def _metrics_lines(paths: list[Path]) -> list[str]:
 
 
 def test_the_metrics_word_is_a_grammar_anchor():
-    assert periodic.METRICS_WORD in parse.prefilter_words()
+    assert periodic.METRICS_WORD in vocabulary.prefilter_words()
 
 
 @pytest.mark.parametrize("source", ["fixtures", "corpus"])
@@ -140,7 +140,7 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
     for quiet in (True, False):
         stats = scan.InputStats("log")
         chunks = [data[i:i + chunk_kib * 64] for i in range(0, len(data), chunk_kib * 64)]
-        marked = scan.iter_marked(iter(chunks), stats, pipeline.MAX_JOINS, quiet=quiet)
+        marked = scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), pipeline.MAX_JOINS, quiet=quiet)
         timeline = pipeline.Timeline()
         texts = {}
         for line, events in pipeline._events(marked):

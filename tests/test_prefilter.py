@@ -15,11 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import log_text
-from triage import parse
+from triage import grammar, parse, vocabulary
 from triage.bundle import BundleReader
 from triage.lines import peel
-from triage.parse import HINT_LOOKBACK, REGEX_HINTS, prefilter
-from triage.scan import matcher
+from triage.vocabulary import HINT_LOOKBACK, REGEX_HINTS, matcher, prefilter
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -80,7 +79,7 @@ def _candidate_search(pattern, text: str) -> list:
 
 
 def test_candidate_anchor_search_finds_what_a_full_search_finds():
-    pattern, _ = parse.anchors()
+    pattern, _ = grammar.anchors()
     for raw in _lines():
         if not prefilter(raw):
             continue
@@ -99,19 +98,19 @@ def test_candidate_anchor_search_finds_what_a_full_search_finds():
     "container vllm Reason: OOMKilled",
 ])
 def test_candidate_anchor_search_on_hint_anchors(text):
-    pattern, _ = parse.anchors()
+    pattern, _ = grammar.anchors()
     assert _candidate_search(pattern, text) == _full_search(pattern, text)
 
 
 def test_every_hint_anchor_says_where_its_match_can_begin():
-    anchors = {name for firsts in parse._first_terminals(parse.grammar()).values() for name in firsts}
+    anchors = {name for firsts in grammar.first_terminals(grammar.grammar()).values() for name in firsts}
     missing = sorted(n for n in anchors if n in REGEX_HINTS and n not in HINT_LOOKBACK)
-    assert not missing, f"add these terminals to parse.HINT_LOOKBACK (correct without, but slow): {missing}"
+    assert not missing, f"add these terminals to vocabulary.HINT_LOOKBACK (correct without, but slow): {missing}"
 
 
 def test_trees_built_without_the_parser_are_the_parsers():
     simple = parse._simple_rules()
-    pattern, names = parse.anchors()
+    pattern, names = grammar.anchors()
     checked = 0
     for raw in _lines():
         if not prefilter(raw):
@@ -123,7 +122,7 @@ def test_trees_built_without_the_parser_are_the_parsers():
                 continue
             quick = parse._quick_tree(rule, text[m.start():])
             try:
-                slow = parse.grammar().parse(text[m.start():], start=rule)
+                slow = grammar.grammar().parse(text[m.start():], start=rule)
             except Exception:  # noqa: BLE001 - lark refuses: the quick path must not build a tree either
                 slow = None
             if quick is not None:
@@ -142,7 +141,7 @@ def test_frames_built_without_the_parser_are_the_parsers(path, func, tail, space
     text = f'File "{path}", line 12, in{spaces}{func}{tail}'
     quick = parse._quick_tree("frame", text)
     try:
-        slow = parse.grammar().parse(text, start="frame")
+        slow = grammar.grammar().parse(text, start="frame")
     except Exception:  # noqa: BLE001 - lark refuses: the quick path must not build a tree either
         slow = None
     if quick is not None:

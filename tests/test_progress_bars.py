@@ -8,11 +8,12 @@ import io
 from triage import pipeline
 from triage.read import InputStats, iter_chunks
 from triage.scan import iter_marked
+from triage.vocabulary import matcher
 
 
 def events_of(text: str) -> list:
     stats = InputStats("t")
-    marked = iter_marked(iter_chunks(io.BytesIO(text.encode()), stats), stats, pipeline.MAX_JOINS)
+    marked = iter_marked(iter_chunks(io.BytesIO(text.encode()), stats), stats, matcher(), pipeline.MAX_JOINS)
     return [(line.no, e) for line, events in pipeline._events(marked) for e in events]
 
 

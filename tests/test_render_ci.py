@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import FIXTURES, TextSnapshot, triage_file, triage_text
-from triage.cli import main, render_all
+from triage.cli import main
+from triage.output import render_all
 from triage.render import render
 from triage.render.github import command, escape_data, escape_property
 from triage.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report, VllmInfo

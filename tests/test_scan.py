@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage import read, scan
+from triage import matcher, read, scan, vocabulary
 from triage.bundle import WORDS
-from triage.parse import number_words, prefilter, prefilter_words
+from triage.vocabulary import number_words, prefilter, prefilter_words
 from triage.read import InputStats, iter_chunks, iter_lines
 from triage.unwrap import repaired
 
@@ -29,7 +29,7 @@ def _engines() -> list[str]:
     out = []
     for name in ("hyperscan", "ahocorasick", "python"):
         try:
-            scan.matcher(name)
+            vocabulary.matcher(name)
         except ImportError:
             continue
         out.append(name)
@@ -42,7 +42,7 @@ NUMBERS = number_words()
 
 def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
     stats = InputStats("ref")
-    grammar, evidence = (*prefilter_words(), *scan.LEVEL_WORDS), WORDS
+    grammar, evidence = (*prefilter_words(), *vocabulary.LEVEL_WORDS), WORDS
     out, left = [], 0
     lines = enumerate(iter_lines(io.BytesIO(data), stats), 1)
     repair = scan.repair_of(b"".join(iter_chunks(io.BytesIO(data), InputStats("sample"))))
@@ -64,7 +64,7 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
 
 def _scanned(data: bytes, window: int, engine: str) -> tuple[list, InputStats]:
     stats = InputStats("scan")
-    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, window, engine,
+    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), window,
                                  wrap_sample=len(data) + 1, quiet=False)), stats
 
 
@@ -122,7 +122,7 @@ def test_random_inputs_scan_like_the_line_reader(engine, pieces, chunk, monkeypa
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_engines_classify_alike(engine):
-    m = scan.matcher(engine)
+    m = vocabulary.matcher(engine)
     for text in ("plain", "Traceback (most recent call last):", "| 0 NVIDIA H100 MiB |", "GPU 0: x Error",
                  "█ version 0.9.1", ""):
         assert m.classify(text) == (any(w in text for w in prefilter_words()), any(w in text for w in WORDS))
@@ -133,7 +133,7 @@ def test_engines_classify_alike(engine):
 
 def test_python_key_cover_holds_every_word():
     words = [w.encode() for w in (*prefilter_words(), *WORDS)]
-    keys = scan._cover(words)
+    keys = matcher._cover(words)
     for w in words:
         assert any(k in w for k, _ in keys)
 
@@ -145,7 +145,7 @@ def test_a_complete_line_ends_its_window(engine):
     data = (b"INFO x [gpu_worker.py:1] Available KV cache memory: 8.30 GiB\n"
             b"plain one\nplain two\nTraceback (most recent call last):\nplain three\n") * 3
     stats = InputStats("scan")
-    marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, 3, engine)
+    marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), 3)
     seen = []
     for _, text, anchored, _ in marked:
         seen.append(text)

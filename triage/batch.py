@@ -23,6 +23,7 @@ from collections import Counter
 from typing import IO
 
 from .errors import TriageError, UsageError
+from .exit_codes import ArgParser
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".gz")
@@ -33,15 +34,10 @@ _OPTIONS = None
 _RULES = None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
     from .conventions import size_arg
 
-    p = _Parser(prog="vllm-triage batch", description="Triage many logs in parallel and count their causes.")
+    p = ArgParser(prog="vllm-triage batch", description="Triage many logs in parallel and count their causes.")
     p.add_argument("inputs", nargs="+", metavar="DIR_OR_GLOB",
                    help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
                    "recursively), a glob or a file")
@@ -67,7 +63,7 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     from .pipeline import Options, load_rules
 
     if args.no_redact:
-        from .cli import NO_REDACT_WARNING
+        from .output import NO_REDACT_WARNING
 
         stderr.write(NO_REDACT_WARNING)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)

@@ -1,7 +1,8 @@
-"""The command line: arguments, exit codes, and the one place errors become one line on stderr.
+"""The command line: arguments, the subcommand table, and the one place errors become one line
+on stderr.
 
-Exit codes (a contract): 0 no failure found, 1 a failure found (diagnosed or not),
-2 usage, input or rule-pack error (also when one of several logs could not be read).
+Exit codes (a contract, in `exit_codes.py`): 0 no failure found, 1 a failure found (diagnosed
+or not), 2 usage, input or rule-pack error (also when one of several logs could not be read).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import IO
 
 from . import __version__
 from .errors import RulePackError, TriageError, UsageError
+from .exit_codes import EXIT_ERROR, EXIT_OK, ArgParser, exit_code
+from .output import NO_REDACT_WARNING, isatty, render_all, terminal_width, write
 
-EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
 # Subcommands live in their own modules, imported only when used: "name": "module:function".
 # Each function takes (argv, stdin, stdout, stderr) and returns an exit code.
 SUBCOMMANDS: dict[str, str] = {
@@ -51,13 +53,6 @@ ENVIRONMENT = """environment:
   GITHUB_STEP_SUMMARY with -f github: the Markdown report is appended there (kept under 1 MiB)"""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so main() owns every exit code."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 class _FormatAction(argparse.Action):
     """`-f json -o a.json -f markdown -o a.md -f terminal`: each --output binds to the --format before it."""
 
@@ -88,7 +83,7 @@ def _triage_parser() -> argparse.ArgumentParser:
     from .conventions import size_arg, width_arg
     from .render import FORMATS
 
-    p = _Parser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
+    p = ArgParser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
                 usage="vllm-triage [options] LOG [LOG ...]\n       vllm-triage COMMAND [options] ...",
                 epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
@@ -172,14 +167,9 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     return f"vllm-triage: {text}\n"
 
 
-NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the log unmasked; "
-                     "keep this report local, never paste it\n")
-
-
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     from .conventions import output_path
     from .pipeline import Options, load_rules
-    from .report import found_failure
 
     args = _triage_parser().parse_args(argv)
     stderr = stderr or sys.stderr
@@ -187,7 +177,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     if args.no_redact:
         stderr.write(NO_REDACT_WARNING)
     if args.follow is not None or args.timeout is not None:
-        from .live import follow_command
+        from .follow import follow_command
 
         return follow_command(args, stdout)
     if not args.paths:
@@ -197,7 +187,7 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     targets = _targets(args, stdout)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
-    worst = max([EXIT_OK] + [EXIT_FAILURE_FOUND for r in reports if found_failure(r)])
+    worst = exit_code(reports)
     if reports:
         _render_targets(reports, targets, args, stdout, options.redact)
     if unreadable:
@@ -209,7 +199,7 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
     """(format, file or None for stdout) for each report to write; at most one goes to stdout."""
     from .conventions import default_format
 
-    is_tty = _isatty(stdout)
+    is_tty = isatty(stdout)
     targets = [(fmt or default_format(is_tty and not out), out) for fmt, out in args.outputs]
     targets = targets or [(default_format(is_tty), None)]
     if sum(1 for _, out in targets if out is None) > 1:
@@ -248,71 +238,16 @@ def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show
 def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool) -> None:
     from .conventions import color_wanted
 
-    is_tty = _isatty(stdout)
+    is_tty = isatty(stdout)
     for fmt, out in targets:
         to_tty = out is None and is_tty
-        width = args.width or (_terminal_width() if to_tty else 100)
+        width = args.width or (terminal_width() if to_tty else 100)
         text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
-        _write(text, out, stdout)
+        write(text, out, stdout)
     if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
         from .step_summary import append_step_summary
 
         append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], reports, redact)
-
-
-def _isatty(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -> str:
-    """Render each report in one format.
-
-    No redaction here: the pipeline redacted every log line whole before anything was cut,
-    so the report holds no secret (`redact` stays for callers); a pass over the laid-out
-    text would mask the tool's own words and break lines the layout already measured.
-    """
-    from .render import render
-
-    if fmt == "quiet":
-        from .render.common import one_line
-
-        return "".join(one_line(r) + "\n" for r in reports)
-    if fmt == "github" and len(reports) > 1:
-        from .render.github import render_many
-
-        return render_many(reports)
-    return _join([render(report, fmt, **render_options) for report in reports], fmt)
-
-
-def _write(text: str, out: str | None, stdout: IO[str]) -> None:
-    if out is None:
-        stdout.write(text)
-        return
-    try:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-
-
-def _join(chunks: list[str], fmt: str) -> str:
-    if fmt == "json" and len(chunks) > 1:  # several logs: one JSON object per line (JSON Lines)
-        import json
-
-        return "".join(json.dumps(json.loads(c), ensure_ascii=False) + "\n" for c in chunks)
-    from .render import join
-
-    return join(chunks, fmt)
-
-
-def _terminal_width() -> int:
-    try:
-        return max(60, min(os.get_terminal_size().columns, 160))
-    except OSError:
-        return 100
 
 
 def _subcommand(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
@@ -329,11 +264,11 @@ def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> 
     from .conventions import output_path
     from .report import json_schema
 
-    p = _Parser(prog="vllm-triage schema", description="Print the JSON Schema of the report (and of batch's "
+    p = ArgParser(prog="vllm-triage schema", description="Print the JSON Schema of the report (and of batch's "
                 "error records, under $defs) that `--format json` and `batch --jsonl` follow.")
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout ('-': stdout)")
     args = p.parse_args(argv)
-    _write(json.dumps(json_schema(), indent=2) + "\n", output_path(args.output), stdout)
+    write(json.dumps(json_schema(), indent=2) + "\n", output_path(args.output), stdout)
     return EXIT_OK
 
 

@@ -25,7 +25,8 @@ from .memory_view import build_view, check_remedies
 from .packages import companions
 from .report import Diagnosis, Evidence, Remedy
 from .rules import Rule
-from .timeline import Attempt, Signal
+from .signals import Signal
+from .timeline import Attempt
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
@@ -166,9 +167,11 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
             fallbacks.append((rank, diagnosis))
         else:
             found.setdefault(diagnosis.id, []).append((rank, diagnosis))
-    ranked = sorted((_merge(hits) for hits in found.values()), key=lambda rd: (-rd[0], -rd[1].confidence))
+    # Equal rank and confidence: the cause id decides, and among fallbacks the rule id, so the
+    # order never hangs on which pack file loaded first (one pack per cause, sorted by name).
+    ranked = sorted((_merge(hits) for hits in found.values()), key=lambda rd: (-rd[0], -rd[1].confidence, rd[1].id))
     if not ranked and fallbacks:
-        ranked = sorted(fallbacks, key=lambda rd: -rd[0])[:1]
+        ranked = sorted(fallbacks, key=lambda rd: (-rd[0], rd[1].rule))[:1]
     return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
 
 

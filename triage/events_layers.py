@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .events import Event
+from .events_base import Event
 
 
 class DeviceError(Event):

@@ -7,24 +7,19 @@ is a figure computed from the log). Without CAUSE it lists every cause.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import textwrap
 from typing import IO
 
 from .errors import UsageError
+from .exit_codes import ArgParser
 
 EXIT_OK = 0
 WIDTH = 88
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def explain_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
-    p = _Parser(prog="vllm-triage explain", description="What a cause means, its signs in a log and its fixes, "
+    p = ArgParser(prog="vllm-triage explain", description="What a cause means, its signs in a log and its fixes, "
                 "from the taxonomy and the rule packs. Without CAUSE: every cause, one a line.")
     p.add_argument("cause", nargs="?", metavar="CAUSE", help="a cause id, e.g. kv_cache_insufficient")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE", help="add a rule pack")

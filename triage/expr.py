@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -24,14 +24,13 @@ from pydantic import BaseModel
 
 from .budget import Budget, walk_cost as _walk_cost
 from .errors import ExpressionError
-from .units import GiB, KiB, MiB, gib, human, mib, round_down, round_up
+from .expr_functions import FUNCTIONS
+from .units import GiB, KiB, MiB
 
 UNITS = {"GiB": GiB, "MiB": MiB, "KiB": KiB, "bytes": 1}
 MAX_EXPR_CHARS = 2000
 MAX_DEPTH = 60
 MAX_MAGNITUDE = 1e30
-MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
-MAX_ROUND_DIGITS = 40  # round(x, -10**9) would build 10**(10**9): a hostile pack's hang
 
 
 @lru_cache(maxsize=1)
@@ -129,93 +128,6 @@ def _check_tree(tree: Any) -> None:
             raise ExpressionError(
                 f"unknown function {node.children[0]!s}(); must be one of: {', '.join(sorted(FUNCTIONS))}"
             )
-
-
-def _none_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapped(*args: Any) -> Any:
-        if any(a is None for a in args):
-            return None
-        try:
-            return fn(*args)
-        except (ValueError, TypeError, ArithmeticError, OverflowError):
-            return None
-
-    return wrapped
-
-
-def _min(*args: Any) -> Any:
-    vals = [a for a in _flatten(args) if a is not None]
-    return min(vals) if vals else None
-
-
-def _max(*args: Any) -> Any:
-    vals = [a for a in _flatten(args) if a is not None]
-    return max(vals) if vals else None
-
-
-def _flatten(args: tuple) -> list:
-    out: list = []
-    for a in args:
-        out.extend(a if isinstance(a, (list, tuple)) else [a])
-    return out
-
-
-def _coalesce(*args: Any) -> Any:
-    return next((a for a in args if a is not None), None)
-
-
-def _sum(values: Any) -> Any:
-    if values is None:
-        return None
-    vals = [v if not isinstance(v, Mapping) else v.get("bytes") for v in values]
-    vals = [v for v in vals if isinstance(v, (int, float))]
-    return sum(vals)
-
-
-def _divisors(n: Any, limit: Any = None) -> Any:
-    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 1_000_000:
-        return None
-    top = n if limit is None else min(n, int(limit))
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]  # O(sqrt n), not O(n)
-    found = sorted({*small, *(n // d for d in small)})
-    return [d for d in found if d <= top]
-
-
-def _version_tuple(v: Any) -> tuple[int, ...] | None:
-    if not isinstance(v, str):
-        return None
-    m = re.match(r"v?(\d+(?:\.\d+){0,3})", v.strip())
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
-
-
-def _version_at_least(v: Any, floor: Any) -> bool | None:
-    """None when the version is unknown, so `not version_at_least(...)` keeps a remedy on."""
-    have, want = _version_tuple(v), _version_tuple(floor)
-    if have is None or want is None:
-        return None
-    return have >= want
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "min": _min,
-    "max": _max,
-    "abs": _none_safe(abs),
-    "floor": _none_safe(lambda x: math.floor(x)),
-    "ceil": _none_safe(lambda x: math.ceil(x)),
-    "int": _none_safe(lambda x: int(x)),
-    "round": _none_safe(lambda x, n=0: round(x, max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, int(n))))),
-    "round_down": _none_safe(round_down),
-    "round_up": _none_safe(round_up),
-    "clamp": _none_safe(lambda x, lo, hi: max(lo, min(hi, x))),
-    "exists": lambda x: x is not None,
-    "coalesce": _coalesce,
-    "len": _none_safe(len),
-    "sum": _sum,
-    "gib": _none_safe(lambda x: x / GiB),
-    "divisors": _divisors,
-    "version_at_least": _version_at_least,
-    "last": lambda xs: xs[-1] if isinstance(xs, (list, tuple)) and xs else None,
-}
 
 
 class _Evaluator:
@@ -398,80 +310,3 @@ def _compare(op: str, a: Any, b: Any) -> bool:
 
 def _truthy(v: Any) -> bool:
     return bool(v) if v is not None else False
-
-
-# --- templates ------------------------------------------------------------------------
-
-_PLACEHOLDER = re.compile(r"\{([^{}|]+)(?:\|(\w+))?\}")
-
-
-def _flag_number(v: Any) -> str:
-    if isinstance(v, float) and not v.is_integer():  # thousandths below 0.1 (a small utilization)
-        return (f"{v:.3f}" if abs(v) < 0.1 else f"{v:.2f}").rstrip("0").rstrip(".")
-    return str(int(v)) if isinstance(v, (int, float)) else str(v)
-
-
-FILTERS: dict[str, Callable[[Any], str]] = {
-    "gib": gib,
-    "mib": mib,
-    "human": human,
-    "int": lambda v: str(int(v)),
-    "comma": lambda v: f"{int(v):,}",
-    "pct": lambda v: f"{v * 100:.0f}%",
-    "x": lambda v: f"{v:.2f}x",
-    "fixed2": lambda v: f"{v:.2f}",
-    "num": _flag_number,
-    "str": str,
-    "list": lambda v: ", ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v),
-    "pids": lambda v: ", ".join(
-        f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
-}
-
-
-@dataclass(frozen=True)
-class Template:
-    """Text with `{expression|filter}` placeholders; renders to None if any value is missing."""
-
-    source: str
-    parts: tuple
-
-    def render(self, context: Mapping[str, Any], trace: Trace | None = None) -> str | None:
-        out = []
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-                continue
-            expr, filt = part
-            value = expr.evaluate(context, trace)
-            if value is None:
-                return None
-            try:
-                out.append(FILTERS[filt](value) if filt else _flag_number(value))
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
-                return None
-        return "".join(out)
-
-
-_OPEN_LITERAL, _CLOSE_LITERAL = "\x00L", "\x00R"
-
-
-def compile_template(source: object) -> Template:
-    """`{expr|filter}` placeholders; `{{` and `}}` are literal braces (for JSON flag values)."""
-    text = str(source).replace("{{", _OPEN_LITERAL).replace("}}", _CLOSE_LITERAL)
-    parts: list = []
-    pos = 0
-    if len(_PLACEHOLDER.findall(text)) > MAX_PLACEHOLDERS:
-        raise ExpressionError(f"more than {MAX_PLACEHOLDERS} placeholders in one text")
-    for m in _PLACEHOLDER.finditer(text):
-        parts.append(_literal(text[pos:m.start()]))
-        filt = m.group(2)
-        if filt and filt not in FILTERS:
-            raise ExpressionError(f"unknown filter |{filt}; must be one of: {', '.join(sorted(FILTERS))}")
-        parts.append((compile_expr(m.group(1)), filt))
-        pos = m.end()
-    parts.append(_literal(text[pos:]))
-    return Template(str(source), tuple(p for p in parts if p != ""))
-
-
-def _literal(text: str) -> str:
-    return text.replace(_OPEN_LITERAL, "{").replace(_CLOSE_LITERAL, "}")

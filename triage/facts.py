@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import events as ev
-from .timeline import Attempt, Signal
+from .signals import Signal
+from .timeline import Attempt
 from .units import GiB
 
 

@@ -1,191 +1,35 @@
-"""Live use: `vllm-triage run -- CMD` wraps a starting server, `--follow FILE` tails its log.
+"""`vllm-triage run -- CMD`: start a server as a child, pass its output through unchanged, and
+explain a failed start while the server is still shutting down.
 
-Both hand the bytes, as they arrive, to the same `pipeline.run` the batch CLI uses; a
-thread runs it over a bounded `Feed`, and its `on_event` hook notes the fatal event so
-the report can be printed while the server is still shutting down. Nothing here
-parses a log beyond asking the pipeline's own parser whether a line says "ready".
+The output goes, as it arrives, to a `feed.Watch` (the same `pipeline.run` the batch CLI
+uses, over a bounded stream); signals are forwarded to the child's process group. The
+`--follow FILE` watch is `follow.py`.
 """
 
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import IO
 
-from . import events as ev
-from .cli import _Parser, _terminal_width, _write, render_all
-from .errors import InputError, TriageError, UsageError
+from .errors import TriageError, UsageError
+from .exit_codes import ArgParser
+from .feed import TICK, Feed, Watch
+from .output import emit, isatty
 from .pipeline import Options, load_rules
-from .read import CHUNK_SIZE, MAX_LINE_CHARS, _last_frame
-from .tail import Tail as _Tail
 from .report import Report, found_failure
 
 PUMP_CHUNK = 64 * 1024
-FEED_LIMIT = 4 << 20          # bytes queued for the pipeline before a writer waits (or skips)
-SETTLE_QUIET = 1.0            # after the fatal event: report once the output is quiet this long ...
-SETTLE_MAX = 5.0              # ... or this long after it, whichever comes first
 TERM_GRACE = 10.0             # a child that ignores SIGTERM this long is killed
 GROUP_GRACE = 3.0             # after an interrupted child exits, its group gets this long to follow
 DRAIN_GRACE = 5.0             # after the child exits, wait this long for its pipe to close
-TICK = 0.05
-FOLLOW_POLL = 0.1
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class Feed:
-    """A byte stream one thread writes and `pipeline.run` reads as the bytes arrive.
-
-    Bounded: while FEED_LIMIT bytes are queued a writer waits or, with `wait=False` (a live
-    server must never be slowed down by its analysis), its bytes are skipped and counted.
-
-    `read` blocks until there is data, with one exception that keeps the reader incremental:
-    `read.iter_lines` reads through an `io.BufferedReader`, which calls `read` again and
-    again until it has CHUNK_SIZE bytes or gets an empty result. Such a follow-up call asks
-    for less than CHUNK_SIZE right after data was given; answering it with b"" when nothing
-    is queued ends that one buffered read (with the data so far), not the stream. Each write
-    is queued as two items so the one follow-up call that asks for exactly CHUNK_SIZE finds
-    data instead of waiting for more.
-    """
-
-    def __init__(self, limit: int = FEED_LIMIT) -> None:
-        self._cond = threading.Condition()
-        self._items: deque[bytes] = deque()
-        self._size = 0
-        self._limit = limit
-        self._closed = False
-        self._calls = 0
-        self._gave = False
-        self.skipped = 0
-
-    def write(self, data: bytes, wait: bool = True) -> None:
-        with self._cond:
-            if not wait and self._size >= self._limit and not self._closed:
-                self.skipped += len(data)
-                return
-            while self._size >= self._limit and not self._closed:
-                self._cond.wait()
-            if self._closed or not data:
-                return
-            self._items.extend((data[:-1], data[-1:]) if len(data) > 1 else (data,))
-            self._size += len(data)
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        """No more data: the reader gets the rest, then EOF."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def abandon(self) -> None:
-        """The reader is gone: drop what is queued and every later write."""
-        with self._cond:
-            self._closed = True
-            self._items.clear()
-            self._size = 0
-            self._cond.notify_all()
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        with self._cond:
-            self._calls += 1
-            if not self._items and not self._closed and self._gave and 0 <= n < CHUNK_SIZE and self._calls > 1:
-                self._gave = False
-                return b""
-            while not self._items and not self._closed:
-                self._cond.wait()
-            if not self._items:
-                return b""
-            item = self._items.popleft()
-            if 0 <= n < len(item):
-                self._items.appendleft(item[n:])
-                item = item[:n]
-            self._size -= len(item)
-            self._gave = True
-            self._cond.notify_all()
-            return item
-
-
-class Watch:
-    """`pipeline.run` over a Feed in a thread, noting when the fatal event and readiness show."""
-
-    def __init__(self, name: str, options: Options, rules: list) -> None:
-        self.feed = Feed()
-        self.fatal_at: float | None = None
-        self.ready: ev.Ready | None = None
-        self.report: Report | None = None
-        self.error: BaseException | None = None
-        self._checked: tuple = ()
-        options = dataclasses.replace(options, on_event=self._on_event, wrap_sample=0)
-        self._thread = threading.Thread(target=self._run, args=(name, options, rules),
-                                        name="vllm-triage-pipeline", daemon=True)
-        self._thread.start()
-
-    def _run(self, name: str, options: Options, rules: list) -> None:
-        from .pipeline import run
-
-        try:
-            self.report = run(self.feed, name, options, rules)  # type: ignore[arg-type]
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller by finish()
-            self.error = exc
-        finally:
-            self.feed.abandon()
-
-    def _on_event(self, timeline, line, events) -> None:
-        attempt = timeline.current
-        if attempt.ready is not None:
-            self.ready = attempt.ready
-        state = (attempt.index, len(attempt.signals), attempt.ready is None)
-        if self.fatal_at is None and state != self._checked:  # fatal only changes with these
-            self._checked = state
-            if attempt.fatal is not None:
-                self.fatal_at = time.monotonic()
-
-    @property
-    def broken(self) -> bool:
-        return self.error is not None
-
-    def settled(self, last_data: float) -> bool:
-        """A fatal event was seen and the burst around it is over: time to report."""
-        if self.fatal_at is None:
-            return False
-        now = time.monotonic()
-        return now - self.fatal_at >= SETTLE_MAX or now - max(last_data, self.fatal_at) >= SETTLE_QUIET
-
-    def finish(self) -> Report:
-        """End the input and return the report of everything fed so far."""
-        self.feed.close()
-        while self._thread.is_alive():
-            self._thread.join(TICK)
-        if self.error is not None:
-            raise self.error
-        assert self.report is not None
-        return self.report
-
-
-def _failed(report: Report) -> bool:
-    return found_failure(report)
-
-
-def _emit(report: Report, fmt: str | None, out: str | None, stream: IO[str], redact: bool = True,
-          color_mode: str = "auto", width: int | None = None) -> None:
-    from .conventions import color_wanted, default_format
-
-    tty = out is None and _isatty(stream)
-    fmt = fmt or default_format(tty)
-    color = color_wanted(color_mode, tty)
-    text = render_all([report], fmt, redact, width=width or (_terminal_width() if tty else 100), color=color)
-    _write(text, out, stream)
-    stream.flush()
 
 
 # ----------------------------------------------------------------------------- run -- CMD
@@ -219,7 +63,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
             _clear_group(proc.pid)
     code = proc.returncode
     if not printed:
-        _report_run(watch, args, stderr, only_if=lambda r: _failed(r) or (code != 0 and not forwarder.count),
+        _report_run(watch, args, stderr, only_if=lambda r: found_failure(r) or (code != 0 and not forwarder.count),
                     exit_code=None if forwarder.count else code)
     if pump.log_error:
         stderr.write(f"vllm-triage: could not write {args.log}: {pump.log_error}\n")
@@ -237,7 +81,7 @@ def _parse_run(argv: list[str]):
     from .conventions import size_arg
     from .render import FORMATS
 
-    p = _Parser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
+    p = ArgParser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
                 description="Run a vLLM server, pass its output through, and "
                 "explain a failed startup on stderr. Exits with the command's exit code.")
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
@@ -267,16 +111,9 @@ def _spawn(cmd: list[str]) -> subprocess.Popen:
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")  # its stdout is a pipe now; keep print() output live
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-    stdin = subprocess.DEVNULL if _isatty(sys.stdin) else None  # a background group cannot read the tty
+    stdin = subprocess.DEVNULL if isatty(sys.stdin) else None  # a background group cannot read the tty
     return subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
                             env=env, **group)  # type: ignore[call-overload]
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None,
@@ -296,7 +133,7 @@ def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report],
         report = report.model_copy(update={"notes": [*report.notes, note]})
     if only_if is None or only_if(report):
         stderr.flush()
-        _emit(report, args.format, args.output, stderr)
+        emit(report, args.format, args.output, stderr)
         if args.output:
             stderr.write(f"vllm-triage: report written to {args.output}\n")
     return True
@@ -438,83 +275,3 @@ def _clear_group(pgid: int) -> None:
     while _killpg(pgid, 0) and time.monotonic() < deadline:
         time.sleep(TICK)
     _killpg(pgid, signal.SIGKILL)
-
-
-# ----------------------------------------------------------------------------- --follow FILE
-
-
-def follow_command(args, stdout: IO[str]) -> int:
-    """`vllm-triage --follow FILE [--timeout S]`: 0 ready or nothing found, 1 a failure found."""
-    if args.follow is None:
-        raise UsageError("--timeout goes with --follow")
-    if args.paths:
-        raise UsageError("--follow reads one log; give no other LOG")
-    if args.timeout is not None and args.timeout < 0:
-        raise UsageError("--timeout must not be negative")
-    if sum(1 for _, out in args.outputs if out is None) > 1:
-        raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
-    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
-    report, ready = follow(args.follow, args.timeout, options, load_rules(args.rules))
-    healthy = report.outcome in ("healthy", "recovered")
-    for fmt, out in args.outputs or [(None, None)]:
-        if out is not None or not healthy:  # once ready, stdout gets one line (files still get the report)
-            _emit(report, fmt, out, stdout, options.redact, args.color, args.width)
-    if healthy:
-        where = f" (line {ready.line}: {ready.what.strip()!r})" if ready is not None else ""
-        stdout.write(f"vllm-triage: {report.input.name}: ready{where}\n")
-        return 0
-    return 1 if _failed(report) else 0
-
-
-def follow(path: str, timeout: float | None, options: Options, rules: list) -> tuple[Report, ev.Ready | None]:
-    """Tail PATH from its start until readiness, a fatal event (plus its burst) or the timeout."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    tail = _Tail(path)
-    while not tail.open():
-        if deadline is not None and time.monotonic() >= deadline:
-            raise InputError(f"no such file: {path} (waited {timeout:g} s)")
-        time.sleep(FOLLOW_POLL)
-    watch = Watch(path, options, rules)
-    scan = _ReadyScan()
-    last_data = time.monotonic()
-    try:
-        while not (watch.settled(last_data) or watch.broken
-                   or (deadline is not None and time.monotonic() >= deadline)):
-            data = tail.read()
-            if not data:
-                time.sleep(FOLLOW_POLL)
-                continue
-            last_data = time.monotonic()
-            watch.feed.write(data)
-            if scan.ready_in(data):
-                break
-    finally:
-        tail.close()
-    return watch.finish(), watch.ready
-
-
-class _ReadyScan:
-    """Asks the pipeline's parser whether a complete line says the server is ready.
-
-    The pipeline holds each line until the next one arrives (to re-join hard-wrapped
-    messages), and vLLM says nothing after "Application startup complete." until served.
-    """
-
-    def __init__(self) -> None:
-        self.partial = b""
-
-    def ready_in(self, data: bytes) -> bool:
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()[-MAX_LINE_CHARS:]
-        return any(_says_ready(raw.decode("utf-8", "replace")) for raw in lines)
-
-
-def _says_ready(raw: str) -> bool:
-    from .lines import peel
-    from .parse import parse_line_detail, prefilter
-
-    raw = _last_frame(raw)
-    if not prefilter(raw):
-        return False
-    events, _ = parse_line_detail(peel(raw, 0))
-    return any(isinstance(e, ev.Ready) for e in events)

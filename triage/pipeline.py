@@ -17,7 +17,8 @@ from .parse import parse_line_detail
 from .read import InputStats, iter_chunks
 from .redact import LineRedactor, redact_text
 from .reshape import Unfolded
-from .scan import Marked, iter_marked, matcher
+from .scan import Marked, iter_marked
+from .vocabulary import matcher
 from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
 from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
 from .timeline import Timeline
@@ -79,7 +80,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, MAX_JOINS, wrap_sample=options.wrap_sample)
+    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, matcher(), MAX_JOINS,
+                         wrap_sample=options.wrap_sample)
     for line, events in _events(Unfolded(marked, matcher().classify), LineRedactor() if options.redact else None):
         texts[line.no] = (line.origin, _evidence_text(line))
         timeline.feed(line, events)

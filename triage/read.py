@@ -199,7 +199,7 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _last_frame(segment: str) -> str:
+def last_frame(segment: str) -> str:
     """A `\\r`-redrawn line shows only its last non-empty frame on a terminal; keep that."""
     if "\r" not in segment:
         return segment
@@ -271,7 +271,7 @@ def lines_of(chunks: Iterable[bytes], stats: InputStats) -> Iterator[str]:
             if skipping:
                 skipping, pending = False, ""
                 continue
-            yield _finish(pending + piece, stats)
+            yield finish_line(pending + piece, stats)
             pending = ""
         if not skipping:
             pending += pieces[-1]
@@ -280,19 +280,20 @@ def lines_of(chunks: Iterable[bytes], stats: InputStats) -> Iterator[str]:
             if 0 <= cut and len(pending) - cut <= MAX_LINE_CHARS:
                 pending = pending[cut + 1 :]
             else:
-                yield _finish(pending, stats)
+                yield finish_line(pending, stats)
                 pending, skipping = "", True
     pending += decoder.decode(b"", final=True)
     if pending and not skipping:
-        yield _finish(pending, stats)
+        yield finish_line(pending, stats)
 
 
-def _finish(piece: str, stats: InputStats) -> str:
+def finish_line(piece: str, stats: InputStats) -> str:
+    """A line as the reader hands it on: counted, cut at MAX_LINE_CHARS, its last `\\r` frame."""
     stats.lines += 1
     if len(piece) > MAX_LINE_CHARS:
         stats.truncated_lines += 1
         piece = cut_long(piece)
-    return _last_frame(piece) if "\r" in piece else piece
+    return last_frame(piece) if "\r" in piece else piece
 
 
 CUT_WORD_CHARS = 4096

@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ExpressionError, RulePackError
-from .expr import Expr, Template, compile_expr, compile_template
+from .expr import Expr, compile_expr
+from .template import Template, compile_template
 
 SCHEMA_VERSION = 1
 MAX_PACK_BYTES = 1 << 20
@@ -28,10 +29,6 @@ FLAG_PATTERN = re.compile(r"^--[a-z0-9][a-z0-9\-]*$")
 ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
-
-
-class LineDict(dict):
-    line: int = 0
 
 
 # --- schema ---------------------------------------------------------------------------

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import IO
 
 from .errors import UsageError
+from .exit_codes import ArgParser
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
-    p = _Parser(prog="vllm-triage rules")
+    p = ArgParser(prog="vllm-triage rules")
     p.add_argument("action", choices=("check", "test", "list"))
     p.add_argument("packs", nargs="*", help="extra rule packs or folders (the built-in ones are always included)")
     p.add_argument("--root", default=".", help="folder that fires_on/quiet_on paths are relative to (for the "

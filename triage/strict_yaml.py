@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import yaml
 
-from .rules import LineDict
-
 MAX_DEPTH = 40  # a rule nests 5 levels; `[[[[...` 5000 deep would exhaust the composer's recursion
+
+
+class LineDict(dict):
+    """A mapping that remembers the pack line it starts on, so load problems can point at it."""
+
+    line: int = 0
 
 
 class StrictLoader(yaml.SafeLoader):

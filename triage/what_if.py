@@ -13,6 +13,7 @@ import json
 from typing import IO, Any
 
 from .errors import UsageError
+from .exit_codes import ArgParser
 from .memory import FAILS, FITS, Check, MemoryInputs, evaluate, overall
 from .memory.checks import fmt
 from .memory.flags import apply
@@ -24,13 +25,8 @@ _FLAGS = (("--gpu-memory-utilization", float), ("--max-model-len", int), ("--max
           ("--kv-cache-memory", str), ("--swap-space", float))
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vllm-triage what-if",
+    p = ArgParser(prog="vllm-triage what-if",
                 description="Apply flags to a failed log's memory figures and run vLLM's memory checks.")
     p.add_argument("log", metavar="LOG", help="the failed start's log ('-' for stdin)")
     for flag, kind in _FLAGS:

@@ -11,6 +11,7 @@ import time
 from typing import IO
 
 from ..errors import UsageError
+from ..exit_codes import ArgParser
 from .limits import DRAIN_BYTES, ServerConfig, accept_backlog, connection_cap
 
 EXTRA_MISSING = ("the server needs the [server] extra (vllm-triage is not on PyPI): pip install '.[server]' "
@@ -19,19 +20,12 @@ LOG_FORMAT = "%(asctime)s vllm-triage %(levelname)s %(message)s"
 log = logging.getLogger("vllm_triage.serve")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so the CLI's main() owns every exit code."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def _env(name: str, default: str) -> str:
     return os.environ.get(name) or default
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vllm-triage serve", description="Serve the triage over HTTP (the chat-ops backend).",
+    p = ArgParser(prog="vllm-triage serve", description="Serve the triage over HTTP (the chat-ops backend).",
                 epilog="Auth: set VLLM_TRIAGE_TOKEN (bearer token). Slack: set SLACK_SIGNING_SECRET.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
