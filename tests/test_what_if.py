@@ -69,3 +69,10 @@ def test_a_bad_value_is_a_usage_error():
     assert rc == 2 and err.startswith("vllm-triage:") and "\n" == err[-1]
     rc, _, err = _run(str(KV), "--max-model-len", "many")
     assert rc == 2 and err.count("\n") == 1
+
+
+def test_cannot_tell_names_the_figure_the_log_lacks():
+    # a utilization change moves the KV pool by a share of the GPU's total, which this log never prints
+    log = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
+    code, out, _ = _run(str(log), "--gpu-memory-utilization", "0.85")
+    assert code == 2 and "the GPU's total memory is not in the log" in out

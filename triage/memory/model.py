@@ -277,8 +277,19 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
                        note=f"{blocks:,} blocks x {inp.block_size} tokens")
     if inp.failure == KV_FIT:
-        return unknown(KV_FIT, what, "the KV pool or its bytes per token")
+        return unknown(KV_FIT, what, *_kv_fit_missing(inp, r))
     return None
+
+
+def _kv_fit_missing(inp: MemoryInputs, r: Resolved) -> list[str]:
+    """The figures whose absence leaves the KV fit open, named as the user would look for them."""
+    missing = []
+    if r.pool is None:
+        missing.append("the KV pool these flags leave (the GPU's total memory is not in the log)"
+                       if inp.total is None else "the KV pool these flags leave")
+    if r.block_bytes is None:
+        missing.append("the KV bytes per token")
+    return missing or ["the KV pool or its bytes per token"]
 
 
 def capacity_tokens(inp: MemoryInputs) -> int | None:
