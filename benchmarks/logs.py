@@ -265,18 +265,23 @@ def write_log(name: str, path: Path, size: int, seed: int = 7) -> None:
         fh.write("\n".join(startup_section(clock)) + "\n")
         tail = engine_death(Clock())
         budget = size - fh.tell() - sum(len(x) + 1 for x in tail) - 200
-        batch: list[str] = []
-        written = 0
-        for line in serving_lines(clock, rng, request_logging=not name.startswith("access")):
-            batch.append(line)
-            written += len(line) + 1
-            if len(batch) >= 20000:
-                fh.write("\n".join(batch) + "\n")
-                batch.clear()
-            if written >= budget:
-                break
-        fh.write("\n".join(batch) + "\n")
+        write_until(fh, serving_lines(clock, rng, request_logging=not name.startswith("access")), budget)
         fh.write("\n".join(engine_death(clock)) + "\n")
+
+
+def write_until(fh, lines, budget: int) -> None:
+    """Write lines in batches until about `budget` characters are written."""
+    batch: list[str] = []
+    written = 0
+    for line in lines:
+        batch.append(line)
+        written += len(line) + 1
+        if len(batch) >= 20000:
+            fh.write("\n".join(batch) + "\n")
+            batch.clear()
+        if written >= budget:
+            break
+    fh.write("\n".join(batch) + "\n")
 
 
 def write_short(path: Path) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from logs import API, CORE, SITE, Clock, _head, engine_death, metrics_line, serving_lines, startup_section
+from logs import (API, CORE, SITE, Clock, _head, engine_death, metrics_line, serving_lines, startup_section,
+                  write_until)
 
 # Prompts as a request logger prints them (the repr of the user's text: one line, `\n`
 # escaped): users who paste whole error reports, tracebacks and nvidia-smi tables.
@@ -47,17 +48,8 @@ def longserve(path: Path, size: int, seed: int = 11) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\n".join(startup_section(clock)) + "\n")
         budget = size - fh.tell() - 6000
-        batch: list[str] = []
-        written = 0
-        for line in serving_lines(clock, rng, request_logging=True, rate=1.9, prompts=(QUOTING_PROMPTS, 0.7)):
-            batch.append(line)
-            written += len(line) + 1
-            if len(batch) >= 20000:
-                fh.write("\n".join(batch) + "\n")
-                batch.clear()
-            if written >= budget:
-                break
-        fh.write("\n".join(batch) + "\n")
+        write_until(fh, serving_lines(clock, rng, request_logging=True, rate=1.9, prompts=(QUOTING_PROMPTS, 0.7)),
+                    budget)
         fh.write("\n".join(engine_death(clock)) + "\n")
 
 

@@ -26,6 +26,15 @@ def triage_text(text: str, name: str = "test.log"):
     return triage_bytes(text.encode("utf-8"), name)
 
 
+def run_cli(argv, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """The CLI in-process: (exit code, stdout, stderr)."""
+    from triage.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
 def log_text(path: Path) -> str:
     """A log file's text as the tool decodes it (gzip, UTF-16 and BOMs), with its line ends."""
     from triage.read import InputStats, iter_chunks

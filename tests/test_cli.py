@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 
-from conftest import FIXTURES
-from triage.cli import main
+from conftest import FIXTURES, run_cli
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.8.5-llama8b-h100-ctrl-c-shutdown-traceback.log"
 
 
-def run(argv, stdin: bytes | None = None):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 def test_failed_log_exits_1_and_names_the_cause():

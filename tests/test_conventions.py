@@ -7,23 +7,19 @@ path among good ones, and the small ones (stdin twice, --width, schema -o, rules
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 
 import pytest
 
-from conftest import FIXTURES
-from triage.cli import SUBCOMMANDS, main
+from conftest import FIXTURES, run_cli
+from triage.cli import SUBCOMMANDS
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.8.5-llama8b-h100-ctrl-c-shutdown-traceback.log"
 
 
-def run(argv, stdin: bytes | None = None):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+run = run_cli
 
 
 @pytest.fixture
