@@ -23,13 +23,13 @@ def main(path: str) -> dict[str, float]:
     marks = {}
     t = time.perf_counter()
     from triage import cli, pipeline  # noqa: F401 - what `vllm-triage --format json` imports
-    from triage.read import InputStats, iter_chunks, open_source
-    from triage.redact import redact_data
+    from triage.ingest.read import InputStats, iter_chunks, open_source
+    from triage.diagnose.redact import redact_data
     from triage.render import render
-    from triage.report import Report
-    from triage.scan import iter_marked
-    from triage.vocabulary import matcher
-    from triage.timeline import Timeline
+    from triage.model.report import Report
+    from triage.ingest.scan import iter_marked
+    from triage.parse.vocabulary import matcher
+    from triage.timeline.timeline import Timeline
 
     marks["import"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -28,7 +28,7 @@ def triage_text(text: str, name: str = "test.log"):
 
 def run_cli(argv, stdin: bytes | None = None) -> tuple[int, str, str]:
     """The CLI in-process: (exit code, stdout, stderr)."""
-    from triage.cli import main
+    from triage.apps.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     code = main(argv, stdin=io.BytesIO(stdin) if stdin is not None else None, stdout=out, stderr=err)
@@ -37,7 +37,7 @@ def run_cli(argv, stdin: bytes | None = None) -> tuple[int, str, str]:
 
 def log_text(path: Path) -> str:
     """A log file's text as the tool decodes it (gzip, UTF-16 and BOMs), with its line ends."""
-    from triage.read import InputStats, iter_chunks
+    from triage.ingest.read import InputStats, iter_chunks
 
     with open(path, "rb") as fh:
         data = b"".join(iter_chunks(fh, InputStats(name=path.name)))

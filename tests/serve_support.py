@@ -22,10 +22,10 @@ from pathlib import Path
 
 import uvicorn
 
-from triage.serve.app import create_app
-from triage.serve.command import bind, uvicorn_config
-from triage.serve.limits import ServerConfig
-from triage.serve.workers import WorkerPool
+from triage.apps.serve.app import create_app
+from triage.apps.serve.command import bind, uvicorn_config
+from triage.apps.serve.limits import ServerConfig
+from triage.apps.serve.workers import WorkerPool
 
 from conftest import FIXTURES
 
@@ -38,7 +38,7 @@ APPS: dict = {}  # port -> the app, for tests that look at its worker processes
 
 
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
-    from triage.serve.answer import analyse_bytes
+    from triage.apps.serve.answer import analyse_bytes
 
     if data.startswith(b"HANG"):
         threading.Event().wait()  # until the pool kills this process
@@ -46,7 +46,7 @@ def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str
 
 
 def hanging_worker(conn, extra_rules) -> None:
-    from triage.serve.workers import worker_main
+    from triage.apps.serve.workers import worker_main
 
     worker_main(conn, extra_rules, analyse=_hang_or_analyse)
 

@@ -8,7 +8,7 @@ import json
 import shutil
 
 from conftest import FIXTURES
-from triage.cli import main
+from triage.apps.cli import main
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.8.5-llama8b-h100-ctrl-c-shutdown-traceback.log"

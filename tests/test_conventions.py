@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, run_cli
-from triage.cli import SUBCOMMANDS
+from triage.apps.cli import SUBCOMMANDS
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.8.5-llama8b-h100-ctrl-c-shutdown-traceback.log"
@@ -124,7 +124,7 @@ def test_max_bytes_takes_units_everywhere(tmp_path):
     assert run(["batch", str(FAILED), "--max-bytes", "20MiB"])[0] == 1
     code, _, err = run([str(FAILED), "--max-bytes", "lots"])
     assert code == 2 and "not a size" in err
-    from triage.live import _parse_run
+    from triage.apps.live.run import _parse_run
 
     args, _ = _parse_run(["--max-bytes", "20MiB", "--", "true"])
     assert args.max_bytes == 20 << 20
@@ -180,14 +180,14 @@ def test_schema_writes_to_output_and_has_help(tmp_path):
 
 
 def test_schema_covers_batchs_error_records():
-    from triage.report import BatchError, json_schema
+    from triage.model.report import BatchError, json_schema
 
     schema = json_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["properties"]["schema_version"]["default"] == 1  # the root is still the report
     assert set(schema["$defs"]["BatchError"]["required"]) == {"input", "error"}
     assert schema["$defs"]["BatchLine"]["anyOf"] == [{"$ref": "#"}, {"$ref": "#/$defs/BatchError"}]
-    from triage.batch import _error_line
+    from triage.apps.batch import _error_line
 
     BatchError.model_validate_json(_error_line("x.log", "no such file: x.log"))
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import triage_text
-from triage.lines import peel
-from triage.parse import parse_line
+from triage.ingest.lines import peel
+from triage.parse.parse import parse_line
 
 HEAD = ("INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2\n"
         "INFO 07-18 09:30:07 [model_runner.py:1] Starting to load model acme/model-7b...\n")

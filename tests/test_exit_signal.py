@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from triage.cli import main
-from triage.exit_signal import signal_of, with_exit_signal
-from triage.report import Diagnosis, InputInfo, Report
+from triage.apps.cli import main
+from triage.apps.live.exit_signal import signal_of, with_exit_signal
+from triage.model.report import Diagnosis, InputInfo, Report
 
 STARTED = ("print('INFO 06-02 05:17:00 [api_server.py:1896] vLLM API server version 0.10.2', flush=True); "
            "print(\"INFO 06-02 05:17:01 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: "

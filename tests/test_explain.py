@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from triage.cli import main
-from triage.rules import load_taxonomy
+from triage.apps.cli import main
+from triage.rule_engine.load import load_taxonomy
 
 
 def run(argv):

@@ -3,9 +3,9 @@
 import pytest
 
 from triage.errors import ExpressionError
-from triage.expr import FactView, Trace, compile_expr
-from triage.template import compile_template
-from triage.facts import Fact
+from triage.rule_engine.expr import FactView, Trace, compile_expr
+from triage.rule_engine.template import compile_template
+from triage.timeline.facts import Fact
 
 CTX = {
     "facts": FactView({"total": Fact(80 * 2**30, 12), "util": Fact(0.9, 3), "missing": Fact(None, 0)}),
@@ -60,7 +60,7 @@ def test_unknown_root_name_says_what_exists():
 
 
 def test_private_model_attributes_are_not_reachable():
-    from triage.events import TorchOom
+    from triage.model.events import TorchOom
 
     oom = TorchOom(line=5, requested=10)
     with pytest.raises(ExpressionError):

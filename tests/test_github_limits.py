@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 
 from conftest import FIXTURES, triage_file
-from triage.cli import main
-from triage.output import render_all
+from triage.apps.cli import main
+from triage.apps.output import render_all
 from triage.render.github import MAX_ANNOTATIONS
-from triage.step_summary import LIMIT_BYTES, append_step_summary, summary_text
+from triage.render.step_summary import LIMIT_BYTES, append_step_summary, summary_text
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 TWO_CAUSES = FIXTURES / "foreign_gpu_processes" / "v0-0.6.6-h100-kv-alloc-oom-other-process-18g.log"

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from test_hostile_secrets import FAILED, FATAL_LINE, SECRETS
-from triage import read
-from triage.cli import main
+from triage.ingest import read
+from triage.apps.cli import main
 from triage.pipeline import EVIDENCE_CHARS, load_rules
-from triage.read import InputStats, iter_lines
+from triage.ingest.read import InputStats, iter_lines
 from triage.render import FORMATS
-from triage.serve.answer import analyse_bytes
+from triage.apps.serve.answer import analyse_bytes
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 PER_KIND = 200 if FUZZ else 4
@@ -144,7 +144,7 @@ def test_the_plant_is_where_the_cuts_are(tmp_path):
 def test_a_secret_across_the_64_kib_line_cut_leaves_no_fragment(name, text, secret):
     """The reader cuts a line at 64 KiB before redaction can see it whole: the word the cut goes
     through is dropped, so no fragment of a secret that straddles the cut is left to leak."""
-    from triage.redact import LineRedactor
+    from triage.diagnose.redact import LineRedactor
 
     limit = read.MAX_LINE_CHARS
     for at in range(limit - len(text) - 2, limit + 3):
@@ -186,7 +186,7 @@ def test_a_usage_error_keeps_the_tool_s_own_sentence(monkeypatch):
 
 
 def test_a_private_key_across_lines_is_masked_and_the_log_after_it_kept():
-    from triage.redact import MASK, LineRedactor
+    from triage.diagnose.redact import MASK, LineRedactor
 
     clean = LineRedactor()
     lines = ["key: -----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=", "AAAEbm9uZQAAAAAAAAAB",

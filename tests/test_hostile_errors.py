@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURES
 from triage import errors
-from triage.cli import main
+from triage.apps.cli import main
 
 LOG = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 

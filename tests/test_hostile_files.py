@@ -27,10 +27,10 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, ROOT
 from test_hostile_secrets import FAILED
-from triage.cli import main
+from triage.apps.cli import main
 from triage.errors import InputError
-from triage.read import InputStats, iter_chunks, open_source
-from triage.rules import MAX_PACK_BYTES
+from triage.ingest.read import InputStats, iter_chunks, open_source
+from triage.rule_engine.load import MAX_PACK_BYTES
 
 HANG_LIMIT = 120  # seconds a child may take before it counts as hung: far above any honest run
 

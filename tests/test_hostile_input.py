@@ -32,21 +32,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT
-from triage import events as ev
-from triage import read
-from triage.budget import Budget, BudgetExceeded
-from triage.cli import main
-from triage.diagnose import RULE_OPS
+from triage.model import events as ev
+from triage.ingest import read
+from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.apps.cli import main
+from triage.diagnose.match import RULE_OPS
 from triage.errors import ExpressionError, InputError, TriageError
-from triage.expr import FactView, Trace, compile_expr
-from triage.expr_functions import FUNCTIONS
-from triage.template import compile_template
-from triage.facts import Fact
-from triage.lines import Line, peel
-from triage.grammar import anchors
-from triage.parse import _SEEN, parse_line_detail
-from triage.read import InputStats, iter_lines
-from triage.redact import redact_text
+from triage.rule_engine.expr import FactView, Trace, compile_expr
+from triage.rule_engine.functions import FUNCTIONS
+from triage.rule_engine.template import compile_template
+from triage.timeline.facts import Fact
+from triage.ingest.lines import Line, peel
+from triage.parse.grammar import anchors
+from triage.parse.parse import _SEEN, parse_line_detail
+from triage.ingest.read import InputStats, iter_lines
+from triage.diagnose.redact import redact_text
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 EXAMPLES = 3000 if FUZZ else 80
@@ -237,15 +237,16 @@ def _best_time(fn, arg, repeat: int = 3) -> float:
 def assert_linear(fn, make, base: int, label: str) -> None:
     """Time n, 10n and 100n: linear work grows 10x and 100x, quadratic 100x and 10000x.
 
-    The bounds are generous (50x, 500x, against a floor of half a millisecond) so a loaded
-    machine does not fail them, while any super-linear regex still does, and fails early.
+    The bounds are wide (100x, 2000x, against a floor of half a millisecond: a fifth of what a
+    quadratic cost gives at 100n) so a loaded machine or a cold cache does not fail them, while
+    any super-linear regex still does, and fails early. Speed itself lives in benchmarks/.
     """
     floor = 5e-4
     small = max(_best_time(fn, make(base)), floor)
     ten = _best_time(fn, make(10 * base))
-    assert ten / small < 50, f"{label}: 10x input took {ten / small:.0f}x the time ({small:.4f}s -> {ten:.4f}s)"
+    assert ten / small < 100, f"{label}: 10x input took {ten / small:.0f}x the time ({small:.4f}s -> {ten:.4f}s)"
     hundred = _best_time(fn, make(100 * base), repeat=2)
-    assert hundred / small < 500, f"{label}: 100x input took {hundred / small:.0f}x the time"
+    assert hundred / small < 2000, f"{label}: 100x input took {hundred / small:.0f}x the time"
 
 
 def _shape(unit: str, prefix: str = "", suffix: str = ""):
@@ -293,7 +294,7 @@ BUNDLE_SHAPES = [(" ", "|", "x"), (" ", "| 0 ", "On x"), (" ", "| 0 ", "x Off"),
                          ids=[repr(p + u)[1:-1][:24] for u, p, _ in BUNDLE_SHAPES])
 def test_evidence_reading_stays_linear(unit, prefix, suffix):
     """nvidia-smi and fuser rows are read by regexes with a lazy name between runs of spaces."""
-    from triage.bundle import BundleReader
+    from triage.parse.sysinfo import BundleReader
 
     def read_line(text: str) -> None:
         BundleReader().read(Line(no=1, text=text, raw=text))
@@ -377,7 +378,7 @@ def _write_big(path: Path, unit: bytes, total: int) -> None:
 def _cli_in_subprocess(args: list[str]) -> dict:
     """Exit code, seconds, peak RSS (MiB), stdout and stderr of the CLI in a fresh process."""
     code = ("import io, json, resource, time\n"
-            "from triage.cli import main\n"
+            "from triage.apps.cli import main\n"
             "out, err = io.StringIO(), io.StringIO()\n"
             "t = time.process_time()\n"
             f"rc = main({args!r}, stdout=out, stderr=err)\n"

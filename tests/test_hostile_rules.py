@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from triage import events as ev
-from triage.cli import main
+from triage.model import events as ev
+from triage.apps.cli import main
 from triage.errors import ExpressionError, RulePackError
-from triage.expr import MAX_DEPTH, FactView, compile_expr
-from triage.expr_functions import FUNCTIONS
-from triage.template import compile_template
-from triage.facts import Fact
-from triage.rules import load_packs, load_taxonomy
+from triage.rule_engine.expr import MAX_DEPTH, FactView, compile_expr
+from triage.rule_engine.functions import FUNCTIONS
+from triage.rule_engine.template import compile_template
+from triage.timeline.facts import Fact
+from triage.rule_engine.load import load_packs, load_taxonomy
 
 CAUSES = set(load_taxonomy())
 HEAD = "schema: 1\nrules:\n"

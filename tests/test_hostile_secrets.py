@@ -16,9 +16,9 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from triage.cli import _triage_parser, main
-from triage.output import NO_REDACT_WARNING
-from triage.redact import MASK, redact_data, redact_text
+from triage.apps.cli import _triage_parser, main
+from triage.apps.output import NO_REDACT_WARNING
+from triage.diagnose.redact import MASK, redact_data, redact_text
 from triage.render import FORMATS
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"

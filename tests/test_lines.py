@@ -2,7 +2,7 @@
 
 import pytest
 
-from triage.lines import peel, strip_ansi
+from triage.ingest.lines import peel, strip_ansi
 
 CASES = [
     # (raw line, origin, level, text)

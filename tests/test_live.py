@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from conftest import FIXTURES, ROOT
-from triage.cli import main
+from triage.apps.cli import main
 
 FAILING = FIXTURES / "kv_cache_insufficient" / "v0-0.6.6-llama8b-a10g-max-seq-len-exceeds-kv.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.10.2-qwen3-8b-h100-apiserver-prefix-free-memory-advice.log"
@@ -212,7 +212,7 @@ def test_follow_missing_file_and_usage(tmp_path):
 
 
 def test_tail_reads_again_after_truncation_and_rotation(tmp_path):
-    from triage.follow import _Tail
+    from triage.apps.live.follow import _Tail
 
     path = tmp_path / "a.log"
     path.write_bytes(b"first run\n")
@@ -228,7 +228,7 @@ def test_tail_reads_again_after_truncation_and_rotation(tmp_path):
 
 def test_pipeline_reads_a_live_feed_incrementally():
     """The fatal event is seen while the feed is still open (the reader does not wait for EOF)."""
-    from triage.feed import Watch
+    from triage.apps.live.feed import Watch
     from triage.pipeline import Options, load_rules
 
     watch = Watch("live", Options(), load_rules())

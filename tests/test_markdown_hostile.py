@@ -14,9 +14,9 @@ import re
 from markdown_it import MarkdownIt
 
 from conftest import FIXTURES
-from triage.cli import main
+from triage.apps.cli import main
 from triage.render.markdown import code, render, text
-from triage.report import Diagnosis, Echo, Evidence, Failure, InputInfo, Remedy, Report
+from triage.model.report import Diagnosis, Echo, Evidence, Failure, InputInfo, Remedy, Report
 
 HOSTILE = ("<img src=x onerror=alert(1)> </details> [link](https://evil.example) ![i](https://evil.example/i.png) "
            "@octo-org/team | cell | `code` ``two`` *em* _em_ ~~del~~ &amp; <script>x</script> $x$")

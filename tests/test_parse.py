@@ -4,10 +4,11 @@ import re
 
 import pytest
 
-from triage import grammar, parse
-from triage.lines import peel
-from triage.parse import parse_line
-from triage.vocabulary import prefilter
+from triage.parse import grammar
+from triage.parse import parse
+from triage.ingest.lines import peel
+from triage.parse.parse import parse_line
+from triage.parse.vocabulary import prefilter
 from triage.units import GiB, MiB
 
 
@@ -172,7 +173,7 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
     from lark import Lark
     from lark.exceptions import LarkError
 
-    stock = Lark.open_from_package("triage", "vllm_log.lark", parser="lalr", start=list(grammar.START_RULES))
+    stock = Lark.open_from_package("triage.parse", "vllm_log.lark", parser="lalr", start=list(grammar.START_RULES))
     cases = [
         ("oom", "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; §"),
         ("budget", "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = zz"),
@@ -194,7 +195,7 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
 
 
 def test_phase_calls_in_the_grammar_and_in_parse_are_the_same_known_phase_functions():
-    from triage.phases import FRAME_PHASES
+    from triage.model.phases import FRAME_PHASES
 
     terminal = next(t for t in grammar.grammar().terminals if t.name == "PHASE_CALL")
     names = set(re.search(r"\(\?:((?:\w+\|)+\w+)\)\\\($", terminal.pattern.value).group(1).split("|"))
@@ -226,7 +227,7 @@ def test_a_source_line_that_calls_a_phase_function_is_a_frame(source, func):
 def test_a_match_the_transformer_rejects_is_not_taken_for_a_line_cut_short():
     # lark wraps a transformer's ValueError in VisitError (a LarkError): it must not be
     # retried as a truncated line and come back as a cut hub error
-    from triage.lines import peel
+    from triage.ingest.lines import peel
 
     line = "requests.exceptions.HTTPError: 401 Client Error: Unauthorized. Retry at http://intranet.local/login"
     events = parse.parse_line(peel(line, 1))

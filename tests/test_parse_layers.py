@@ -7,8 +7,8 @@ trap errors.md names is checked not to become the event it looks like.
 
 import pytest
 
-from triage.lines import peel
-from triage.parse import parse_line
+from triage.ingest.lines import peel
+from triage.parse.parse import parse_line
 
 
 def kinds(text):

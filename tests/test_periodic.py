@@ -18,8 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage import parse, periodic, pipeline, scan, vocabulary
-from triage.lines import peel, starts_record
+from triage import pipeline
+from triage.parse import parse
+from triage.ingest import periodic
+from triage.ingest import scan
+from triage.parse import vocabulary
+from triage.ingest.lines import peel, starts_record
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))

@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from conftest import ROOT
-from triage.cli import main
+from triage.apps.cli import main
 from triage.plan.schema import PlanReport, plan_json_schema
 
 CONFIGS = ROOT / "fixtures" / "configs"

@@ -15,10 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import log_text
-from triage import grammar, parse, vocabulary
-from triage.bundle import BundleReader
-from triage.lines import peel
-from triage.vocabulary import HINT_LOOKBACK, REGEX_HINTS, matcher, prefilter
+from triage.parse import grammar
+from triage.parse import parse
+from triage.parse import vocabulary
+from triage.parse.sysinfo import BundleReader
+from triage.ingest.lines import peel
+from triage.parse.vocabulary import HINT_LOOKBACK, REGEX_HINTS, matcher, prefilter
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"

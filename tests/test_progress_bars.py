@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 
 from triage import pipeline
-from triage.read import InputStats, iter_chunks
-from triage.scan import iter_marked
-from triage.vocabulary import matcher
+from triage.ingest.read import InputStats, iter_chunks
+from triage.ingest.scan import iter_marked
+from triage.parse.vocabulary import matcher
 
 
 def events_of(text: str) -> list:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from triage.cli import SUBCOMMANDS, main
+from triage.apps.cli import SUBCOMMANDS, main
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.M | re.S)
@@ -111,6 +111,6 @@ def test_no_install_line_asks_pypi_for_vllm_triage():
 
 
 def test_the_servers_install_hint_works_without_pypi():
-    from triage.serve.command import EXTRA_MISSING
+    from triage.apps.serve.command import EXTRA_MISSING
 
     assert "'.[server]'" in EXTRA_MISSING and "git+" in EXTRA_MISSING

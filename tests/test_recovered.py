@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from triage.cli import main
+from triage.apps.cli import main
 from triage.pipeline import run
 from triage.render import FORMATS, render
 

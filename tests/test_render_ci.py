@@ -10,11 +10,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import FIXTURES, TextSnapshot, triage_file, triage_text
-from triage.cli import main
-from triage.output import render_all
+from triage.apps.cli import main
+from triage.apps.output import render_all
 from triage.render import render
 from triage.render.github import command, escape_data, escape_property
-from triage.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report, VllmInfo
+from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report, VllmInfo
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.10.2-qwen3-8b-h100-apiserver-prefix-free-memory-advice.log"

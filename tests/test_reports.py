@@ -12,7 +12,7 @@ import pytest
 
 from conftest import FIXTURES, triage_file
 from triage.render import render
-from triage.report import json_schema
+from triage.model.report import json_schema
 
 SHOWCASE = [
     "kv_cache_insufficient/v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",
@@ -56,7 +56,7 @@ def test_json_schema_is_a_published_contract(snapshot_json):
 
 def test_json_report_validates_against_its_schema():
     """Every fixture's JSON report has the contract's required fields and types."""
-    from triage.report import Report
+    from triage.model.report import Report
 
     report = triage_file(FIXTURES / SHOWCASE[0])
     again = Report.model_validate_json(render(report, "json"))

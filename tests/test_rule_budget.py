@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import triage.diagnose as diagnose
+import triage.diagnose.match as diagnose
 from conftest import FIXTURES
 from test_hostile_secrets import FAILED, FATAL_LINE
-from triage.budget import Budget, BudgetExceeded
-from triage.cli import main
+from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.apps.cli import main
 from triage.errors import RuleBudgetError
-from triage.expr import Trace, compile_expr
+from triage.rule_engine.expr import Trace, compile_expr
 from triage.pipeline import Options, load_rules, run
 
 TERMS = 150

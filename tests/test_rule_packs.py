@@ -8,7 +8,7 @@ import yaml
 from conftest import ROOT
 from triage.errors import RulePackError
 from triage.pipeline import load_rules
-from triage.rules import builtin_pack_paths, load_packs, load_taxonomy
+from triage.rule_engine.load import builtin_pack_paths, load_packs, load_taxonomy
 
 MEMORY_CAUSES = {"gpu_memory_utilization_too_high", "kv_cache_insufficient", "weights_exceed_memory",
                  "foreign_gpu_processes", "cuda_graph_capture_oom", "warmup_oom", "memory_fragmentation"}
@@ -129,7 +129,7 @@ def test_every_builtin_rule_has_a_firing_log_and_a_near_miss():
 def test_rules_fire_on_their_logs_and_stay_quiet_on_their_near_misses():
     import io
 
-    from triage.rules_cli import rules_command
+    from triage.apps.rules_cmd import rules_command
 
     out = io.StringIO()
     code = rules_command(["test", "--root", str(ROOT)], None, out)

@@ -15,11 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage import matcher, read, scan, vocabulary
-from triage.bundle import WORDS
-from triage.vocabulary import number_words, prefilter, prefilter_words
-from triage.read import InputStats, iter_chunks, iter_lines
-from triage.unwrap import repaired
+from triage.ingest import matcher
+from triage.ingest import read
+from triage.ingest import scan
+from triage.parse import vocabulary
+from triage.parse.sysinfo import WORDS
+from triage.parse.vocabulary import number_words, prefilter, prefilter_words
+from triage.ingest.read import InputStats, iter_chunks, iter_lines
+from triage.ingest.repair import repaired
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))

@@ -25,8 +25,8 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
                                      "pip install -e '.[test,server]'")
 
 from triage import __version__  # noqa: E402
-from triage.serve.command import EXTRA_MISSING  # noqa: E402
-from triage.serve.slack import slack_unescape, verify_slack  # noqa: E402
+from triage.apps.serve.command import EXTRA_MISSING  # noqa: E402
+from triage.apps.serve.slack import slack_unescape, verify_slack  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
@@ -330,13 +330,13 @@ def test_analyses_run_in_separate_processes():
 # ---- the command --------------------------------------------------------------------------------
 
 def test_importing_the_cli_does_not_import_fastapi():
-    code = "import sys, triage.cli, triage.serve; print('fastapi' in sys.modules, 'uvicorn' in sys.modules)"
+    code = "import sys, triage.apps.cli, triage.apps.serve; print('fastapi' in sys.modules, 'uvicorn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False False"
 
 
 def test_missing_extra_is_one_line(monkeypatch):
-    from triage.cli import main
+    from triage.apps.cli import main
 
     monkeypatch.setitem(sys.modules, "fastapi", None)
     err = io.StringIO()
@@ -345,7 +345,7 @@ def test_missing_extra_is_one_line(monkeypatch):
 
 
 def test_no_token_refuses_a_public_address(monkeypatch):
-    from triage.cli import main
+    from triage.apps.cli import main
 
     monkeypatch.delenv("VLLM_TRIAGE_TOKEN", raising=False)
     err = io.StringIO()

@@ -31,7 +31,7 @@ FORM = "application/x-www-form-urlencoded"
 
 @pytest.fixture(scope="module")
 def spec():
-    from triage.serve.openapi import build
+    from triage.apps.serve.openapi import build
 
     return build()
 

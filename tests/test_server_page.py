@@ -30,7 +30,7 @@ XSS_LOG = "\n".join([
     '  File "/app/serve.py", line 3, in <module>',
     'ValueError: model <img src=x onerror="window.__pwned=2"> <script>window.__pwned=1</script> is not valid',
 ]) + "\n"
-STATIC = resources.files("triage.serve") / "static"
+STATIC = resources.files("triage.apps.serve") / "static"
 
 
 # ---- without a browser: what the files and headers promise ----------------------------------------

@@ -7,9 +7,9 @@ import io
 
 import pytest
 
-from triage.lines import peel
+from triage.ingest.lines import peel
 from triage.pipeline import run
-from triage.reshape import mend_cut_start, unfold
+from triage.ingest.reshape import mend_cut_start, unfold
 
 ERR = "ERROR 07-18 09:31:06 [core.py:718] ValueError: boom"
 

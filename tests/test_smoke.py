@@ -2,7 +2,7 @@
 
 import io
 
-from triage.cli import main
+from triage.apps.cli import main
 
 
 def test_kv_failure_found_exit_code_1(tmp_path):

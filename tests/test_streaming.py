@@ -65,7 +65,7 @@ def test_a_million_lines_in_bounded_memory(tmp_path):
     log.write_bytes(serving_log(1_000_000))
     code = (
         "import json, resource, sys\n"
-        "from triage.cli import main\n"
+        "from triage.apps.cli import main\n"
         "import io\n"
         "out = io.StringIO()\n"
         "rc = main(['--format', 'json', sys.argv[1]], stdout=out)\n"
@@ -89,7 +89,7 @@ def test_a_million_lines_in_bounded_memory(tmp_path):
 def test_kept_state_stays_bounded_and_the_diagnosis_does_not_change():
     """The same failure after 60 000 lines of serving as after none: same outcome, cause and phase,
     with only a bounded number of events, signals and evidence texts kept."""
-    from triage import timeline
+    from triage.timeline import timeline
     from triage.pipeline import MAX_EVIDENCE_LINES
 
     short = triage_bytes((STARTUP + DEATH).encode())
@@ -97,9 +97,9 @@ def test_kept_state_stays_bounded_and_the_diagnosis_does_not_change():
     assert (long.outcome, long.failure.phase, [d.id for d in long.diagnoses][:1]) == \
         (short.outcome, short.failure.phase, [d.id for d in short.diagnoses][:1])
 
-    from triage.lines import peel
-    from triage.parse import parse_line
-    from triage.timeline import Timeline
+    from triage.ingest.lines import peel
+    from triage.parse.parse import parse_line
+    from triage.timeline.timeline import Timeline
 
     tl = Timeline()
     for no, raw in enumerate(serving_log(200_000).decode().splitlines(), 1):

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, fixture_cases, triage_file
 from triage.render import render
 from triage.render.common import command_line
-from triage.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report
+from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report
 
 LAYOUT = [
     "kv_cache_insufficient/v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import CORPUS, FIXTURES, fixture_cases, log_text, triage_bytes
 from triage.pipeline import Options, run
-from triage.scan import repair_of
-from triage.lines import starts_record
-from triage.unwrap import detect_width, join_wrapped
+from triage.ingest.scan import repair_of
+from triage.ingest.lines import starts_record
+from triage.ingest.repair import detect_width, join_wrapped
 
 CASES = fixture_cases()
 WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}

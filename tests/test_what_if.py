@@ -6,7 +6,7 @@ import io
 import json
 
 from conftest import FIXTURES
-from triage.cli import main
+from triage.apps.cli import main
 
 KV = FIXTURES / "kv_cache_insufficient" / "v1-0.8.3-tp2-qwen3-32b-awq-needs-10-has-1.25-no-estimate.log"
 START = FIXTURES / "gpu_memory_utilization_too_high" / "v1-0.11.0-h100-free-18-qwen14b-no-utilization-holds-weights.log"

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from triage import __version__
 
 
 def cache_dir() -> str | None:
@@ -74,7 +74,7 @@ def save(name: str, value: Any) -> None:
             pass
 
 
-def grammar_cache(grammar: str) -> str | bool:
+def grammar_cache(package: str, grammar: str) -> str | bool:
     """Where lark keeps the LALR tables of one of the package's grammars (False: nowhere safe).
 
     Named by the grammar's content, so two checkouts or versions that share the folder do
@@ -85,7 +85,7 @@ def grammar_cache(grammar: str) -> str | bool:
     if base is None:
         return False
     try:
-        text = files("triage").joinpath(grammar).read_bytes()
+        text = files(package).joinpath(grammar).read_bytes()
     except OSError:
         return False
     digest = hashlib.sha256(text).hexdigest()[:16]

@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from . import events as ev
-from .bundle import BundleReader
-from .diagnose import AttemptResult, diagnose_attempt, exported_facts
-from .lines import Line, peel, starts_record, strip_ansi
-from .parse import parse_line_detail
-from .read import InputStats, iter_chunks
-from .redact import LineRedactor, redact_text
-from .reshape import Unfolded
-from .scan import Marked, iter_marked
-from .vocabulary import matcher
-from .report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
-from .rules import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
-from .timeline import Timeline
+from triage.model import events as ev
+from triage.parse.sysinfo import BundleReader
+from triage.diagnose.match import AttemptResult, diagnose_attempt, exported_facts
+from triage.ingest.lines import Line, peel, starts_record, strip_ansi
+from triage.parse.parse import parse_line_detail
+from triage.ingest.read import InputStats, iter_chunks
+from triage.diagnose.redact import LineRedactor, redact_text
+from triage.ingest.reshape import Unfolded
+from triage.ingest.scan import Marked, iter_marked
+from triage.parse.vocabulary import matcher
+from triage.model.report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
+from triage.rule_engine.load import Rule, builtin_pack_paths, expand_pack_paths, load_packs, load_taxonomy
+from triage.timeline.timeline import Timeline
 
 MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones are dropped
 RECENT_TEXTS = 2000
@@ -57,7 +57,7 @@ def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
 def _load_rules_cached(paths: list[Path]) -> list[Rule]:
     """Compiled rules from the on-disk cache when their packs are unchanged (YAML and
     expression compiling cost more than a whole small log)."""
-    from . import cache
+    from triage import cache
 
     sources = [*paths, *{p.parent / "taxonomy.yaml" for p in paths[:1]}]
     key = cache.stamp(sources, "rules")
@@ -243,7 +243,7 @@ def _continues(raw: str) -> bool:
 
 
 def run_path(path: str | Path, options: Options | None = None) -> Report:
-    from .read import open_source
+    from triage.ingest.read import open_source
 
     stream, name = open_source(str(path))
     with stream:

@@ -10,12 +10,12 @@ See README.md beside this file for the API. In short::
 No rule-pack logic lives here: the package knows vLLM's checks, not causes or remedies' wording.
 """
 
-from .checks import FAILS, FITS, UNKNOWN, Check, compare, overall
-from .inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+from triage.memory.checks import FAILS, FITS, UNKNOWN, Check, compare, overall
+from triage.memory.inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
-from .model import evaluate, resolve
-from .quantities import DEFAULT, DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
-from .solve import Verification, verify
+from triage.memory.model import evaluate, resolve
+from triage.memory.quantities import DEFAULT, DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
+from triage.memory.solve import Verification, verify
 
 __all__ = [
     "Check", "Config", "MemoryInputs", "Quantity", "Verification", "compare", "evaluate", "overall",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .quantities import GIVEN, Quantity
+from triage.memory.quantities import GIVEN, Quantity
 
 STEP = 0.01  # utilizations are offered in hundredths
 FINE_STEP = 0.001  # and in thousandths below 0.10

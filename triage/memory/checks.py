@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..units import GiB, MiB
-from .quantities import Quantity, weakest
+from triage.units import GiB, MiB
+from triage.memory.quantities import Quantity, weakest
 
 FITS = "fits"
 FAILS = "fails"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..units import parse_size
-from .inputs import Config
+from triage.units import parse_size
+from triage.memory.inputs import Config
 
 # flag -> (Config field, parser)
 _INT = int

@@ -1,4 +1,4 @@
-"""MemoryInputs from the figures the tool merged out of one log (triage.facts names).
+"""MemoryInputs from the figures the tool merged out of one log (triage.timeline.facts names).
 
 Only reading: which figure is which, its rounding (from the unit it was printed in) and its
 provenance (printed, the default, estimated from the model name), and which of vLLM's
@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD,
+from triage.memory.inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD,
                      NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
-from .quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
+from triage.memory.quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
 _SAMPLER_FRAMES = ("_dummy_sampler_run", "_warmup_sampler")

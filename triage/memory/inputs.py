@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .quantities import DEFAULT, Quantity
+from triage.memory.quantities import DEFAULT, Quantity
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .quantities import DERIVED, Quantity, weakest
+from triage.memory.quantities import DERIVED, Quantity, weakest
 
 
 def cdiv(a: int, b: int) -> int:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import budget, kv
-from .checks import FITS, Check, compare, fmt, unknown
-from .inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+from triage.memory import budget, kv
+from triage.memory.checks import FITS, Check, compare, fmt, unknown
+from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
-from .quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
+from triage.memory.quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 
 SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import GiB, MiB
+from triage.units import GiB, MiB
 
 PRINTED = "printed"      # read from the log as vLLM/PyTorch printed it
 DERIVED = "derived"      # computed from printed figures

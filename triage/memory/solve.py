@@ -13,13 +13,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import budget, kv
-from .checks import FAILS, FITS, Check, overall
-from .flags import apply
-from .inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
+from triage.memory import budget, kv
+from triage.memory.checks import FAILS, FITS, Check, overall
+from triage.memory.flags import apply
+from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
                      MemoryInputs)
-from .model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
-from .quantities import Quantity
+from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
+from triage.memory.quantities import Quantity
 
 MAX_UTIL = 0.98        # a budget above this leaves nothing for the driver and graphs
 TOKEN_STEP = 256       # profile batches offered in multiples of this

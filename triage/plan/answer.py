@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAPHS, LOAD, Check, MemoryInputs,
+from triage.memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAPHS, LOAD, Check, MemoryInputs,
                       Quantity, evaluate, resolve)
-from ..memory import Config
-from ..memory import budget as mbudget
-from ..memory.flags import apply
-from ..memory import kv as mkv
-from . import estimates, kv
-from .launch import Launch
+from triage.memory import Config
+from triage.memory import budget as mbudget
+from triage.memory.flags import apply
+from triage.memory import kv as mkv
+from triage.plan import estimates, kv
+from triage.plan.launch import Launch
 
 # The order vLLM meets its checks in; the first failing one is the reason the launch fails.
 ORDER = ("startup_free_memory", "gpu_count", "weights_load", "kv_pool_positive", "kv_fits_max_model_len",

@@ -9,13 +9,13 @@ the same a failed log of that launch would be diagnosed with.
 
 from __future__ import annotations
 
-from ..memory import FAILS, Check
-from ..units import gib
-from . import schema as s
-from .answer import CAUSE, Answer, all_fit, first_failure
-from .wording import describe
-from .launch import Launch
-from .remedies import remedies
+from triage.memory import FAILS, Check
+from triage.units import gib
+from triage.plan import schema as s
+from triage.plan.answer import CAUSE, Answer, all_fit, first_failure
+from triage.plan.wording import describe
+from triage.plan.launch import Launch
+from triage.plan.remedies import remedies
 
 EXIT = {"fits": 0, "does not fit": 1, "borderline": 2, "cannot tell": 2}
 
@@ -51,7 +51,7 @@ def _check(c: Check) -> s.CheckResult:
 
 def _model(launch: Launch) -> s.ModelInfo:
     cfg, w = launch.cfg, launch.weights
-    from .params import quant_method
+    from triage.plan.params import quant_method
 
     method, bits, _ = quant_method(cfg, launch.flags.quantization)
     quant = f"{method} {bits}-bit" if method and bits else method
@@ -113,9 +113,9 @@ def _replan(launch: Launch, flags: dict) -> str:
     """The verdict of the same launch with these flags changed (the remedies' last check)."""
     from dataclasses import replace
 
-    from .answer import answer
-    from .flags import parse
-    from .launch import build
+    from triage.plan.answer import answer
+    from triage.plan.flags import parse
+    from triage.plan.launch import build
 
     tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]
     changed = parse(tokens, replace(launch.flags, given=list(launch.flags.given), ignored=[]))

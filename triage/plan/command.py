@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
-from ..errors import InputError, UsageError
-from .render import FORMATS
+from triage.errors import InputError, UsageError
+from triage.plan.render import FORMATS
 
 EPILOG = """\
 Any other flags are read as `vllm serve` flags (--tensor-parallel-size, --max-model-len,
@@ -54,7 +54,7 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
 def plan_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     import json
 
-    from .schema import plan_json_schema
+    from triage.plan.schema import plan_json_schema
 
     own, command_line = _split(list(argv))
     args, extra = parser().parse_known_args(own)
@@ -62,8 +62,8 @@ def plan_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None
         stdout.write(json.dumps(plan_json_schema(), indent=2) + "\n")
         return 0
     report = make_plan(args, extra + command_line)
-    from .assemble import EXIT
-    from .render import render
+    from triage.plan.assemble import EXIT
+    from triage.plan.render import render
 
     stdout.write(render(report, args.format or "terminal"))
     return EXIT[report.verdict]
@@ -71,12 +71,12 @@ def plan_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None
 
 def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     """The plan report for parsed plan options and the `vllm serve` tokens."""
-    from . import gpu as gpus
-    from . import model_files
-    from .answer import answer
-    from .assemble import build_report
-    from .flags import parse
-    from .launch import build
+    from triage.plan import gpu as gpus
+    from triage.plan import model_files
+    from triage.plan.answer import answer
+    from triage.plan.assemble import build_report
+    from triage.plan.flags import parse
+    from triage.plan.launch import build
 
     flags = parse(vllm_tokens)
     model = args.model or flags.model

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import GiB, MiB
-from .spec import TextConfig
+from triage.units import GiB, MiB
+from triage.plan.spec import TextConfig
 
 NON_TORCH_SINGLE = 150 * MiB
 NON_TORCH_TP = 600 * MiB

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..errors import UsageError
-from ..units import parse_size
+from triage.errors import UsageError
+from triage.units import parse_size
 
 _INT = {"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "max-model-len": "max_model_len",
         "max-num-seqs": "max_num_seqs", "max-num-batched-tokens": "max_num_batched_tokens",

@@ -5,7 +5,7 @@ capacity" of an OOM message), which is what vLLM multiplies by gpu_memory_utiliz
 it is below the marketing size and below nvidia-smi's total. Table values are typical
 figures (they move by ~0.1 GiB with driver, ECC and MIG); give `--gpu-memory` or
 `--nvidia-smi` for the exact one. nvidia-smi output (table or CSV) is read by the same
-evidence reader the diagnosis uses (`triage.bundle`), which also reports free memory.
+evidence reader the diagnosis uses (`triage.parse.sysinfo`), which also reports free memory.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, UsageError
-from ..units import GiB, parse_size
+from triage.errors import InputError, UsageError
+from triage.units import GiB, parse_size
 
 # name -> total GiB as CUDA reports it (typical), and the aliases that find it
 CARDS: dict[str, tuple[float, tuple[str, ...]]] = {
@@ -76,9 +76,9 @@ def from_name(name: str) -> Gpu:
 
 def from_nvidia_smi(path: str, devices: int) -> Gpu:
     """The first `devices` GPUs nvidia-smi lists: the smallest total and free among them."""
-    from .. import events as ev
-    from ..bundle import BundleReader
-    from ..lines import Line
+    from triage.model import events as ev
+    from triage.parse.sysinfo import BundleReader
+    from triage.ingest.lines import Line
 
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .spec import TextConfig
+from triage.plan.spec import TextConfig
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_mtp", "kimi_k2")
 _PATTERN_DEFAULTS = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4}

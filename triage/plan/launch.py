@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import estimates, kv, params
-from .flags import ServeFlags
-from .gpu import Gpu
-from .model_files import ModelFiles
-from ..units import GiB
-from .spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
+from triage.plan import estimates, kv, params
+from triage.plan.flags import ServeFlags
+from triage.plan.gpu import Gpu
+from triage.plan.model_files import ModelFiles
+from triage.units import GiB
+from triage.plan.spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from triage.errors import InputError
 
 MAX_JSON_BYTES = 8 << 20  # config.json / index: a few KB; anything over 8 MiB is not one
 MAX_HEADER_BYTES = 64 << 20

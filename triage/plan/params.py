@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .spec import DTYPE_BYTES, TextConfig
+from triage.plan.spec import DTYPE_BYTES, TextConfig
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 

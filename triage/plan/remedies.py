@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..memory import Check, MemoryInputs, solve
-from ..units import gib
-from .answer import Answer
-from .schema import PlanRemedy
-from .wording import describe
+from triage.memory import Check, MemoryInputs, solve
+from triage.units import gib
+from triage.plan.answer import Answer
+from triage.plan.schema import PlanRemedy
+from triage.plan.wording import describe
 
 Replan = Callable[[dict], str]  # flags -> the whole plan's verdict under them
 UTIL_STEP, UTIL_TRIES = 0.01, 40

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..units import gib
-from .schema import PlanReport
+from triage.units import gib
+from triage.plan.schema import PlanReport
 
 FORMATS = ("terminal", "json", "markdown")
 
@@ -78,7 +78,7 @@ def markdown(p: PlanReport) -> str:
 
 def render(p: PlanReport, fmt: str) -> str:
     """Every string is redacted first: a pasted command line can carry --api-key or a token."""
-    from ..redact import redact_data
+    from triage.diagnose.redact import redact_data
 
     data = redact_data(p.model_dump(mode="json"))
     if fmt == "json":

@@ -6,8 +6,8 @@ estimates instead, so its checks are worded here (presentation only, no arithmet
 
 from __future__ import annotations
 
-from ..memory import FAILS, FITS, Check
-from ..units import GiB
+from triage.memory import FAILS, FITS, Check
+from triage.units import GiB
 
 _LABELS = {"startup_free_memory": "startup check: free memory >= total x gpu_memory_utilization",
            "weights_load": "the weights fit the GPU while loading",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import UsageError
-from ..report import Report
+from triage.errors import UsageError
+from triage.model.report import Report
 
 Renderer = Callable[..., str]
 Joiner = Callable[[list[str]], str]
 
 
 def _registry() -> dict[str, Renderer]:
-    from . import github, json_format, junit, markdown, slack, terminal
+    from triage.render import github, json_format, junit, markdown, slack, terminal
 
     return {
         "terminal": terminal.render,
@@ -26,7 +26,7 @@ def _registry() -> dict[str, Renderer]:
 
 def _joiners() -> dict[str, Joiner]:
     """How the reports of several logs become one output (the default: a blank line between)."""
-    from . import junit, slack
+    from triage.render import junit, slack
 
     return {"github": "".join, "junit": junit.join, "slack": slack.join}
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..report import Remedy, Report
-from ..units import gib
+from triage.model.report import Remedy, Report
+from triage.units import gib
 
 FACT_LABELS = (
     ("gpu_total_bytes", "GPU memory", gib),

@@ -10,8 +10,8 @@ causes folded into it), then one that counts the rest. The Markdown job summary
 
 from __future__ import annotations
 
-from ..report import Diagnosis, Report
-from .common import command_line, headline
+from triage.model.report import Diagnosis, Report
+from triage.render.common import command_line, headline
 
 MESSAGE_CHARS = 1500  # an annotation is a glance; the job summary holds the full report
 NO_FILE_NAMES = ("<stdin>", "-", "")

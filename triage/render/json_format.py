@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..report import Report
+from triage.model.report import Report
 
 
 def render(report: Report, **_: object) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ..report import Diagnosis, Report
-from .common import command_line, headline
+from triage.model.report import Diagnosis, Report
+from triage.render.common import command_line, headline
 
 SUITE = "vllm-triage"
 STARTUP_CASE = "startup"

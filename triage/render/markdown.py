@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from ..report import Report
-from .common import command_line, facts_line, headline
+from triage.model.report import Report
+from triage.render.common import command_line, facts_line, headline
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#!|~&$])")
 _LIST_START = re.compile(r"^(\d+)([.)])(?=\s|$)")  # "1." at the start of a line would begin a list

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from .. import __version__
-from ..report import Diagnosis, Report
-from .common import command_line, headline
+from triage import __version__
+from triage.model.report import Diagnosis, Report
+from triage.render.common import command_line, headline
 
 HEADER_CHARS = 150
 SECTION_CHARS = 3000

@@ -17,9 +17,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..lines import peel
-from ..report import Diagnosis, Report
-from .common import command_line, facts_line, headline
+from triage.ingest.lines import peel
+from triage.model.report import Diagnosis, Report
+from triage.render.common import command_line, facts_line, headline
 
 OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow",
                  "recovered": "bold yellow"}

@@ -1,0 +1,1 @@
+"""The surfaces: the CLI, batch, live (`run`, `--follow`), the server."""

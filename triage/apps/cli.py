@@ -1,0 +1,281 @@
+"""The command line: arguments, the subcommand table, and the one place errors become one line
+on stderr.
+
+Exit codes (a contract, in `exit_codes.py`): 0 no failure found, 1 a failure found (diagnosed
+or not), 2 usage, input or rule-pack error (also when one of several logs could not be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from triage import __version__
+from triage.errors import RulePackError, TriageError, UsageError
+from triage.apps.exit_codes import EXIT_ERROR, EXIT_OK, ArgParser, exit_code
+from triage.apps.output import NO_REDACT_WARNING, isatty, render_all, terminal_width, write
+
+# Subcommands live in their own modules, imported only when used: "name": "module:function".
+# Each function takes (argv, stdin, stdout, stderr) and returns an exit code.
+SUBCOMMANDS: dict[str, str] = {
+    "rules": "triage.apps.rules_cmd:rules_command",
+    "schema": "triage.apps.cli:schema_command",
+    "run": "triage.apps.live.run:run_command",
+    "serve": "triage.apps.serve:serve_command",
+    "batch": "triage.apps.batch:batch_command",
+    "explain": "triage.apps.explain:explain_command",
+    "what-if": "triage.apps.what_if:what_if_command",
+    "plan": "triage.plan.command:plan_command",
+}
+# One line each for `vllm-triage --help` (a subcommand without one is still listed).
+SUMMARIES: dict[str, str] = {
+    "run": "-- CMD: run the server, pass its output through, explain a failed start",
+    "batch": "DIR_OR_GLOB...: many logs in parallel, a table of causes, JSON Lines",
+    "explain": "CAUSE: what a cause means, its signs and fixes, the rules that name it",
+    "what-if": "LOG [FLAGS]: would these flags pass vLLM's memory checks, with the margins",
+    "plan": "--model PATH_OR_ID --gpu NAME [vllm serve flags]: size a launch before it runs",
+    "rules": "check|test|list: validate, exercise, list the rule packs",
+    "schema": "the JSON Schema of the report",
+    "serve": "the HTTP backend for chat bots and CI (extra: [server])",
+}
+EXIT_STATUS = """exit status:
+  0  no failure found (a healthy, incomplete or recovered log), or --exit-zero
+  1  a failure was found in some log (diagnosed or not)
+  2  usage, input or rule-pack error; also when one of several logs could not be read
+     (the others are still reported)"""
+ENVIRONMENT = """environment:
+  VLLM_TRIAGE_FORMAT  default --format (else terminal on a TTY, markdown otherwise)
+  NO_COLOR            no colour; FORCE_COLOR: colour even off a TTY (--color wins over both)
+  GITHUB_STEP_SUMMARY with -f github: the Markdown report is appended there (kept under 1 MiB)"""
+
+
+class _FormatAction(argparse.Action):
+    """`-f json -o a.json -f markdown -o a.md -f terminal`: each --output binds to the --format before it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = list(getattr(namespace, self.dest) or [])
+        pairs.append([values, None])
+        setattr(namespace, self.dest, pairs)
+
+
+class _OutputAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        pairs = list(getattr(namespace, self.dest) or [])
+        if not pairs or pairs[-1][1] is not None:
+            pairs.append([None, values])  # format decided later (the default)
+        else:
+            pairs[-1][1] = values
+        setattr(namespace, self.dest, pairs)
+
+
+def _epilog() -> str:
+    width = max(len(name) for name in SUBCOMMANDS) + 2
+    commands = "\n".join(f"  {name:<{width}}{SUMMARIES.get(name, '')}" for name in SUBCOMMANDS)
+    return (f"commands (vllm-triage COMMAND --help for each):\n{commands}\n\n{EXIT_STATUS}\n\n{ENVIRONMENT}\n\n"
+            "The tool is not on PyPI yet: install it from a checkout, a wheel or git (see the README).")
+
+
+def _triage_parser() -> argparse.ArgumentParser:
+    from triage.apps.conventions import size_arg, width_arg
+    from triage.render import FORMATS
+
+    p = ArgParser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
+                usage="vllm-triage [options] LOG [LOG ...]\n       vllm-triage COMMAND [options] ...",
+                epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
+    p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
+                   "server is ready, fails, or --timeout passes")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long")
+    p.add_argument("-f", "--format", choices=FORMATS, action=_FormatAction, dest="outputs", default=[],
+                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown); "
+                   "repeat for several reports")
+    p.add_argument("-o", "--output", metavar="FILE", action=_OutputAction, dest="outputs",
+                   help="write the report of the preceding --format to FILE ('-': stdout)")
+    p.add_argument("-q", "--quiet", action="store_true", help="one line per log on stdout (files still get "
+                   "their full reports)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a failure is found (errors stay 2)")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
+                   help="add a rule pack (or a folder of them) to the built-in ones")
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
+    p.add_argument("--no-redact", action="store_true",
+                   help="show secrets found in the log (local use only: never paste such a report)")
+    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
+                   help="refuse inputs larger than this (e.g. 20MiB)")
+    p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
+    p.add_argument("--version", action="version", version=f"vllm-triage {__version__}")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    """Run the CLI in-process (tests call this); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    show_traceback = "--traceback" in argv
+    redact = "--no-redact" not in argv
+    try:
+        with contextlib.redirect_stdout(stdout):  # argparse prints --help and --version to sys.stdout
+            if argv and argv[0] in SUBCOMMANDS:
+                return _subcommand(argv, stdin, stdout, stderr)
+            return _triage(argv, stdin, stdout, stderr)
+    except SystemExit as exc:  # --help, --version: argparse's own exit
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except TriageError as exc:
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        if isinstance(exc, RulePackError):
+            for problem in exc.problems:
+                stderr.write(_error_line(problem, redact))
+        else:
+            stderr.write(_error_line(str(exc), redact, own=isinstance(exc, UsageError)))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        stderr.write("vllm-triage: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the one top-level handler: never a raw traceback
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        detail = f"internal error: {type(exc).__name__}: {str(exc)[:300]} (run with --traceback for details)"
+        stderr.write(_error_line(detail, redact))
+        return EXIT_ERROR
+
+
+def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
+    """One line on stderr, whatever the message holds (a YAML error spans lines; a path may hold a token).
+
+    `own`: the tool's words about the user's command line (a usage error): only secrets known
+    by their shape are masked there, so "VLLM_TRIAGE_TOKEN: set it" stays a sentence.
+    """
+    from triage.diagnose.redact import redact_shapes, redact_text
+
+    text = " ".join(message.split())
+    if redact:
+        text = redact_shapes(text) if own else redact_text(text)
+    return f"vllm-triage: {text}\n"
+
+
+def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
+    from triage.apps.conventions import output_path
+    from triage.pipeline import Options, load_rules
+
+    args = _triage_parser().parse_args(argv)
+    stderr = stderr or sys.stderr
+    args.outputs = [[fmt, output_path(out)] for fmt, out in args.outputs]
+    if args.no_redact:
+        stderr.write(NO_REDACT_WARNING)
+    if args.follow is not None or args.timeout is not None:
+        from triage.apps.live.follow import follow_command
+
+        return follow_command(args, stdout)
+    if not args.paths:
+        raise UsageError("the following arguments are required: LOG")
+    if args.paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be read only once; give it once")
+    targets = _targets(args, stdout)
+    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
+    reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
+    worst = exit_code(reports)
+    if reports:
+        _render_targets(reports, targets, args, stdout, options.redact)
+    if unreadable:
+        return EXIT_ERROR
+    return EXIT_OK if args.exit_zero else worst
+
+
+def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
+    """(format, file or None for stdout) for each report to write; at most one goes to stdout."""
+    from triage.apps.conventions import default_format
+
+    is_tty = isatty(stdout)
+    targets = [(fmt or default_format(is_tty and not out), out) for fmt, out in args.outputs]
+    targets = targets or [(default_format(is_tty), None)]
+    if sum(1 for _, out in targets if out is None) > 1:
+        raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
+    if args.quiet and not any(out is None for _, out in targets):
+        targets.append(("quiet", None))
+    return [("quiet" if args.quiet and out is None else fmt, out) for fmt, out in targets]
+
+
+def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show_traceback: bool = False
+                  ) -> tuple[list, int]:
+    """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
+    from triage.errors import InputError
+    from triage.pipeline import run
+    from triage.ingest.read import open_source
+
+    reports, unreadable = [], 0
+    for path in paths:
+        try:
+            stream, _ = open_source(path, stdin)
+            try:
+                reports.append(run(stream, "<stdin>" if path == "-" else path, options, rules))
+            finally:
+                if path != "-":
+                    stream.close()
+        except InputError as exc:
+            if show_traceback:
+                import traceback
+
+                traceback.print_exc(file=stderr)
+            stderr.write(_error_line(str(exc), options.redact))
+            unreadable += 1
+    return reports, unreadable
+
+
+def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool) -> None:
+    from triage.apps.conventions import color_wanted
+
+    is_tty = isatty(stdout)
+    for fmt, out in targets:
+        to_tty = out is None and is_tty
+        width = args.width or (terminal_width() if to_tty else 100)
+        text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
+        write(text, out, stdout)
+    if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
+        from triage.render.step_summary import append_step_summary
+
+        append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], reports, redact)
+
+
+def _subcommand(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
+    import importlib
+
+    module, func = SUBCOMMANDS[argv[0]].split(":")
+    return getattr(importlib.import_module(module), func)(argv[1:], stdin, stdout, stderr)
+
+
+def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
+    """`vllm-triage schema [-o FILE]`: the JSON Schema of the report (a published contract)."""
+    import json
+
+    from triage.apps.conventions import output_path
+    from triage.model.report import json_schema
+
+    p = ArgParser(prog="vllm-triage schema", description="Print the JSON Schema of the report (and of batch's "
+                "error records, under $defs) that `--format json` and `batch --jsonl` follow.")
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout ('-': stdout)")
+    args = p.parse_args(argv)
+    write(json.dumps(json_schema(), indent=2) + "\n", output_path(args.output), stdout)
+    return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

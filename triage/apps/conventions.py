@@ -1,0 +1,68 @@
+"""The command-line conventions every subcommand shares: sizes, colour, the default format, `-`.
+
+One place, so `vllm-triage LOG`, `run`, `--follow` and `batch` read `--max-bytes 20MiB`,
+`NO_COLOR` / `FORCE_COLOR` and `VLLM_TRIAGE_FORMAT` the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from triage.errors import UsageError
+
+FORMAT_ENV = "VLLM_TRIAGE_FORMAT"
+STDOUT = "-"
+MIN_WIDTH = 20
+
+
+def size_arg(text: str) -> int:
+    """`--max-bytes 20MiB` (or a plain number of bytes), for argparse."""
+    from triage.units import parse_size
+
+    try:
+        value = parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 20MiB, 1GiB, 500000)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 bytes: {text!r}")
+    return value
+
+
+def width_arg(text: str) -> int:
+    """`--width N`: a report narrower than this cannot show a line number and a word."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_WIDTH} columns, not {value}")
+    return value
+
+
+def color_wanted(mode: str, to_tty: bool) -> bool:
+    """--color always|never wins; then NO_COLOR (any value) turns colour off, FORCE_COLOR on."""
+    if mode in ("always", "never"):
+        return mode == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "").lower() not in ("", "0", "false", "no"):
+        return True
+    return to_tty
+
+
+def default_format(to_tty: bool) -> str:
+    """The format of a report given no --format: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown."""
+    from triage.render import FORMATS
+
+    chosen = os.environ.get(FORMAT_ENV, "").strip()
+    if chosen:
+        if chosen not in FORMATS:
+            raise UsageError(f"{FORMAT_ENV}={chosen!r} is not a format; must be one of: {', '.join(FORMATS)}")
+        return chosen
+    return "terminal" if to_tty else "markdown"
+
+
+def output_path(out: str | None) -> str | None:
+    """`-o -` means stdout, as it does for most tools (None: stdout)."""
+    return None if out in (None, STDOUT) else out

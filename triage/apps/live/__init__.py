@@ -1,0 +1,1 @@
+"""Live surfaces: `run -- CMD` and `--follow`, and the feed they share."""

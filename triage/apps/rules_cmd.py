@@ -1,0 +1,75 @@
+"""`vllm-triage rules check|test|list`: rule packs validated, exercised and listed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+from triage.errors import UsageError
+from triage.apps.exit_codes import ArgParser
+
+EXIT_OK, EXIT_FAIL = 0, 1
+
+
+def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
+    p = ArgParser(prog="vllm-triage rules")
+    p.add_argument("action", choices=("check", "test", "list"))
+    p.add_argument("packs", nargs="*", help="extra rule packs or folders (the built-in ones are always included)")
+    p.add_argument("--root", default=".", help="folder that fires_on/quiet_on paths are relative to (for the "
+                   "built-in rules: a checkout of vllm-triage; an installed copy ships no fixtures)")
+    args = p.parse_args(argv)
+    from triage.pipeline import load_rules
+
+    rules = load_rules(args.packs)  # raises RulePackError listing every problem (exit 2)
+    if args.action == "check":
+        stdout.write(f"ok: {len(rules)} rules\n")
+        return EXIT_OK
+    if args.action == "list":
+        for r in rules:
+            stdout.write(f"{r.id:40s} {r.cause:32s} {r.title}\n")
+        return EXIT_OK
+    _check_root(rules, Path(args.root))
+    return _test(rules, Path(args.root), stdout)
+
+
+def _check_root(rules, root: Path) -> None:
+    """Not one fires_on/quiet_on log under --root: the wrong folder, not 118 failing rules."""
+    wanted = [rel for rule in rules for rel in (*rule.fires_on, *rule.quiet_on)]
+    if wanted and not any((root / rel).exists() for rel in wanted):
+        raise UsageError(f"none of the rules' fires_on/quiet_on logs is under {root.resolve()}: the built-in "
+                         "rules' fixtures are not installed with the package; run `vllm-triage rules test "
+                         "--root PATH` with PATH a checkout of vllm-triage (its fixtures/ folder)")
+
+
+def _test(rules, root: Path, stdout: IO[str]) -> int:
+    """Each rule must fire on every `fires_on` log and stay quiet on every `quiet_on` log."""
+    from triage.pipeline import Options, run_path
+
+    failures = 0
+    cache: dict[Path, list[str]] = {}
+
+    def fired(path: Path) -> list[str]:
+        if path not in cache:
+            report = run_path(path, Options())
+            cache[path] = [r for d in report.diagnoses for r in (d.rule, *d.supporting_rules)]
+        return cache[path]
+
+    for rule in rules:
+        for rel in rule.fires_on:
+            path = root / rel
+            if not path.exists():
+                stdout.write(f"MISSING {rule.id}: {rel}\n")
+                failures += 1
+            elif rule.id not in fired(path):
+                stdout.write(f"FAIL    {rule.id} did not fire on {rel} (fired: {', '.join(fired(path)) or 'nothing'})\n")
+                failures += 1
+        for rel in rule.quiet_on:
+            path = root / rel
+            if not path.exists():
+                stdout.write(f"MISSING {rule.id}: {rel}\n")
+                failures += 1
+            elif rule.id in fired(path):
+                stdout.write(f"FAIL    {rule.id} fired on its near-miss {rel}\n")
+                failures += 1
+    stdout.write(f"{'ok' if not failures else 'FAILED'}: {len(rules)} rules, {failures} problem(s)\n")
+    return EXIT_OK if not failures else EXIT_FAIL

@@ -1,0 +1,29 @@
+"""The pipeline and the renderer, as a worker process runs them for one request.
+
+Kept apart from the routes so that the worker processes import this and not the server:
+`workers` -> `answer` -> pipeline, with no way back.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from triage.pipeline import Options, run
+from triage.diagnose.redact import redact_data, redact_text
+from triage.render import render
+
+
+def render_answer(report, fmt: str) -> str:
+    """The report in one format; the last guard of redaction runs on the final text."""
+    if fmt == "json":
+        return render(report, "json")
+    if fmt == "markdown":
+        return redact_text(render(report, "markdown"))
+    return json.dumps(redact_data(json.loads(render(report, "slack"))), ensure_ascii=False)
+
+
+def analyse_bytes(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
+    """In a worker process: the pipeline (redacting, as always) and the renderer."""
+    report = run(io.BytesIO(data), name, Options(max_bytes=limit), rules)
+    return render_answer(report, fmt)

@@ -1,0 +1,114 @@
+"""`vllm-triage what-if LOG [flags]`: would this start pass vLLM's memory checks with these flags?
+
+It reads the failed log's figures (the same facts the report uses), applies the flags to the
+memory model (triage.memory: the one copy of the arithmetic) and answers per check: fits /
+fails / cannot tell, with the figures and the worst-case margin. Exit 0 when every check
+fits, 1 when one fails, 2 when the log gives too little to tell (or on a usage error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO, Any
+
+from triage.errors import UsageError
+from triage.apps.exit_codes import ArgParser
+from triage.memory import FAILS, FITS, Check, MemoryInputs, evaluate, overall
+from triage.memory.checks import fmt
+from triage.memory.flags import apply
+
+EXIT_FITS, EXIT_FAILS, EXIT_CANNOT_TELL = 0, 1, 2
+
+_FLAGS = (("--gpu-memory-utilization", float), ("--max-model-len", int), ("--max-num-seqs", int),
+          ("--max-num-batched-tokens", int), ("--kv-cache-dtype", str), ("--tensor-parallel-size", int),
+          ("--kv-cache-memory", str), ("--swap-space", float))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = ArgParser(prog="vllm-triage what-if",
+                description="Apply flags to a failed log's memory figures and run vLLM's memory checks.")
+    p.add_argument("log", metavar="LOG", help="the failed start's log ('-' for stdin)")
+    for flag, kind in _FLAGS:
+        p.add_argument(flag, type=kind, default=None)
+    p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--format", choices=("terminal", "json"), default="terminal")
+    return p
+
+
+def inputs_for(path: str) -> MemoryInputs:
+    """The memory model's inputs for the last startup attempt in the log."""
+    from triage.diagnose.match import failure_view
+    from triage.timeline.facts import find_oom, merge
+    from triage.diagnose.memory_view import build_view
+    from triage.pipeline import Options, run_path
+
+    seen: dict[str, Any] = {}
+
+    def keep(timeline, line, events) -> None:
+        seen["timeline"] = timeline
+
+    run_path(path, Options(on_event=keep))
+    timeline = seen.get("timeline")
+    if timeline is None or not timeline.attempts:
+        return MemoryInputs()
+    attempt = timeline.attempts[-1]
+    fatal = attempt.fatal
+    facts = merge(attempt, fatal)
+    return build_view(facts, failure_view(fatal), find_oom(attempt, fatal), sorted(attempt.kinds())).inputs
+
+
+def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    flags = {flag: str(getattr(args, flag[2:].replace("-", "_"))) for flag, _ in _FLAGS
+             if getattr(args, flag[2:].replace("-", "_")) is not None}
+    if args.enforce_eager:
+        flags["--enforce-eager"] = ""
+    inputs = inputs_for(args.log)
+    try:
+        config = apply(inputs.current(), flags)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        checks = evaluate(inputs, config)
+    except (ArithmeticError, ValueError):
+        raise UsageError("the log's memory figures are out of any device's range; nothing to check") from None
+    verdict = overall(checks) if checks else "cannot tell"
+    if args.format == "json":
+        stdout.write(json.dumps(_json(args.log, inputs, flags, checks, verdict), indent=2) + "\n")
+    else:
+        stdout.write(_terminal(args.log, inputs, flags, checks, verdict))
+    return EXIT_FITS if verdict == FITS else EXIT_FAILS if verdict == FAILS else EXIT_CANNOT_TELL
+
+
+def _figure(q, unit: str) -> dict[str, Any] | None:
+    if q is None:
+        return None
+    return {"value": q.value, "lo": q.lo, "hi": q.hi, "unit": unit, "provenance": q.source}
+
+
+def _json(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Check], verdict: str) -> dict:
+    return {
+        "log": log, "changes": flags, "engine": inputs.engine, "vllm_version": inputs.vllm_version,
+        "failed_check": inputs.failure, "verdict": verdict,
+        "checks": [{"name": c.name, "what": c.what, "verdict": c.verdict,
+                    "margin": c.margin, "unit": c.unit, "provenance": c.source, "note": c.note,
+                    "missing": list(c.missing), "need": _figure(c.need, c.unit), "have": _figure(c.have, c.unit),
+                    "text": c.describe()} for c in checks],
+    }
+
+
+def _terminal(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Check], verdict: str) -> str:
+    changes = " ".join(f"{k} {v}".strip() for k, v in flags.items()) or "(no changes)"
+    engine = (inputs.engine or "v1?").upper()
+    out = [f"what-if {log}: {changes}",
+           f"vLLM {inputs.vllm_version or '?'} ({engine}); the failed check: {inputs.failure or 'none found'}"]
+    for c in checks:
+        figures = ""
+        if c.need is not None and c.have is not None:
+            figures = f"  [need {fmt(c.need.hi, c.unit)}, have {fmt(c.have.lo, c.unit)} worst case]"
+        out.append(f"  {c.verdict:11s} {c.name:24s} {c.describe()}{figures}")
+    if not checks:
+        out.append("  cannot tell: the log gives none of the figures the memory checks need")
+    out.append(f"verdict: {verdict}")
+    return "\n".join(out) + "\n"

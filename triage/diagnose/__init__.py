@@ -1,0 +1,1 @@
+"""Rules times attempts to diagnoses: matching, the memory view, redaction."""

@@ -1,0 +1,110 @@
+"""Pastes a person reshaped: indented as a block, or hard-wrapped at one column. Undone first.
+
+A log pasted as a Markdown or Stack Overflow code block carries four spaces (or a tab)
+before every line, which hides every prefix the line reader peels. A log copied out of a
+terminal (tmux or screen copy mode, a fixed-width console, `fold`) carries a newline
+wherever a line reached the right edge, so "CUDA out of memory" can arrive as
+"CUDA out of mem" + "ory"; the word-level scan cannot see a phrase split like that.
+
+Both show themselves in a sample of the input: the same whitespace before every line; or
+many lines of exactly the same, largest, length W, each followed by a line that starts no
+log record. The indent is then cut from each line, and each W-long line is joined with
+the next; a joined line keeps the number of its first physical line (evidence cites where
+the message starts in the user's file).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from triage.ingest.lines import starts_record
+
+SAMPLE_LINES = 4000
+MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
+MIN_WRAPPED = 3  # W-long lines needed in the sample (one long message cut three times will do)
+MAX_SEGMENTS = 200  # a joined line holds at most this many physical lines
+
+def detect_width(sample: list[str]) -> int | None:
+    """The column W at which these lines were hard-wrapped, or None for a log as printed.
+
+    W must be the commonest length among long lines and the largest but for a few; at
+    least MIN_WRAPPED and a 25th of the long lines must have it (at a wide W few lines
+    reach it), and most of them must be
+    followed by a line that starts no record, and the pairs (W-long line, next line) must
+    mostly differ (a repeated banner is one pair again and again)."""
+    long = [len(line) for line in sample if len(line) >= MIN_WIDTH]
+    if len(long) < MIN_WRAPPED:
+        return None
+    width, count = Counter(long).most_common(1)[0]
+    if width > MAX_WIDTH or count < max(MIN_WRAPPED, len(long) // 25):
+        return None
+    if sum(1 for n in long if n > width) > max(2, len(long) // 50):
+        return None
+    at = [i for i, line in enumerate(sample[:-1]) if len(line) == width]
+    if len({(sample[i], sample[i + 1]) for i in at}) < max(2, (len(at) + 1) // 2):
+        return None  # one line and its follower, repeated (a banner, a bar): not wrapping
+    continued = sum(1 for i in at if not starts_record(sample[i + 1]))
+    return width if continued >= 0.6 * len(at) else None
+
+
+def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple[int, str]]:
+    """(number of the first physical line, joined text) from (number, physical line)."""
+    held_no, parts = 0, []
+    for no, line in lines:
+        if parts and (starts_record(line) or len(parts) >= MAX_SEGMENTS):
+            yield held_no, "".join(parts)
+            parts = []
+        if not parts:
+            held_no = no
+        parts.append(line)
+        if len(line) != width:
+            yield held_no, "".join(parts)
+            parts = []
+    if parts:
+        yield held_no, "".join(parts)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """How a paste was reshaped: the indent before every line, the column lines were cut at."""
+
+    indent: str = ""
+    width: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.indent) or self.width is not None
+
+
+def detect_indent(sample: list[str]) -> str:
+    """The whitespace every non-empty line starts with, when cutting it leaves a log: a
+    tenth of the lines then start a record (a wrapped paste has many continuation lines;
+    a fragment of traceback frames and source keeps its indentation)."""
+    lines = [line for line in sample if line.strip()]
+    if len(lines) < 3:
+        return ""
+    prefix = os.path.commonprefix(lines)
+    indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
+    if not indent:
+        return ""
+    starts = sum(1 for line in lines[:500] if starts_record(line[len(indent):]))
+    return indent if starts >= 0.1 * min(len(lines), 500) else ""
+
+
+def detect(sample: list[str]) -> Repair:
+    indent = detect_indent(sample)
+    if indent:
+        sample = [line[len(indent):] if line.startswith(indent) else line.lstrip(" \t") for line in sample]
+    return Repair(indent, detect_width(sample))
+
+
+def repaired(lines: Iterable[tuple[int, str]], repair: Repair) -> Iterator[tuple[int, str]]:
+    """(number of the first physical line, text) with the indent cut and wrapped lines joined."""
+    if repair.indent:
+        cut = len(repair.indent)
+        lines = ((no, line[cut:] if line.startswith(repair.indent) else line.lstrip(" \t")) for no, line in lines)
+    if repair.width is not None:
+        lines = join_wrapped(lines, repair.width)
+    return iter(lines)

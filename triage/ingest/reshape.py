@@ -1,0 +1,76 @@
+"""Reshapings of whole lines that are not prefixes: a paste cut mid-word, a traceback folded
+into one line with literal `\\n`.
+
+`lines.peel` takes prefixes off a line; here a line is mended (the start a paste cut off
+is put back) or split (a logger that printed `repr()` of a multi-line message, such as
+Triton's Python backend logging a whole traceback in one glog record). Both know record
+*shapes* only, never message wording.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from triage.ingest.lines import LEVELS
+
+# Record heads a paste can cut into, each with what the mended line must then look like.
+_HEADS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ('  File "', re.compile(r'  File "[^"]+", line \d+')),
+    ("Traceback (most recent call last):", re.compile(r"Traceback \(most recent call last\):\s*$")),
+    *((f"{level} ", re.compile(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d")) for level in LEVELS.split("|")),
+    *((head, re.compile(r"\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) ")) for head in (
+        "(APIServer pid=", "(EngineCore_DP0 pid=", "(EngineCore pid=", "(VllmWorker rank=", "(RayWorkerWrapper pid=",
+        "(VllmWorkerProcess pid=", "(Worker_TP0 pid=", "(Worker pid=")),
+)
+MIN_KEPT = 2  # characters of the head that must survive the cut (one letter proves nothing)
+
+
+def mend_cut_start(text: str) -> str:
+    """The first line of a paste that starts mid-word (`le "/usr/lib/...", line 82, in f`,
+    `RROR 07-18 ...`): the head it lost put back, when the mended line has the head's shape."""
+    if not text or text[0] in " \t(":
+        return text
+    for head, shape in _HEADS:
+        for kept in range(len(head) - 1, MIN_KEPT - 1, -1):
+            if text.startswith(head[-kept:]):
+                mended = head[:-kept] + text
+                if shape.match(mended):
+                    return mended
+                break
+    return text
+
+
+# A literal backslash-n where a multi-line message was printed as one line: only when what
+# follows it is a traceback's own shape (a frame, the head, a chain note).
+_FOLDED = re.compile(r'\\n(?=  File "|Traceback \(most recent call last\)|\s*The above exception)')
+_LITERAL_NL = re.compile(r"\\n")
+MAX_PIECES = 400
+
+
+def unfold(text: str) -> list[str]:
+    """The lines of a traceback folded into one line with literal `\\n`, else [text]."""
+    if "\\n" not in text or not _FOLDED.search(text):
+        return [text]
+    pieces = _LITERAL_NL.split(text, MAX_PIECES)
+    return [p.replace('\\"', '"').replace("\\'", "'") for p in pieces if p.strip()]
+
+
+class Unfolded:
+    """`scan.iter_marked`'s lines with folded tracebacks split into their lines (each piece
+    keeps the physical line's number), forwarding `line_complete`."""
+
+    def __init__(self, marked: Iterable[tuple[int, str, bool, bool]],
+                 classify: Callable[[str], tuple[bool, bool]]) -> None:
+        self._marked, self._classify = marked, classify  # classify: scan's matcher (no import circle)
+        self.line_complete = getattr(marked, "line_complete", None)
+
+    def __iter__(self) -> Iterator[tuple[int, str, bool, bool]]:
+        for no, raw, anchored, bundled in self._marked:
+            pieces = unfold(raw) if anchored else [raw]
+            if len(pieces) == 1:
+                yield no, raw, anchored, bundled
+                continue
+            for piece in pieces:
+                grammar, evidence = self._classify(piece)
+                yield no, piece, grammar, evidence or bundled

@@ -1,0 +1,1 @@
+"""The vocabulary every stage shares: events, phases, the report contract."""

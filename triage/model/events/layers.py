@@ -1,0 +1,115 @@
+"""Events from the layers under vLLM: accelerator runtimes, the loader, hubs, files, the OS.
+
+Each class is one *family* of failure, whatever the platform or library spells it: a
+`CUDA error: X`, a `HIP error: X`, a driver-API `CUDA_ERROR_X:` and the HSA runtime's
+memory access fault are all one DeviceError keyed by the error. Rules read the family and
+its `error` key, never the platform word (the platform is a field, for the wording of a
+report). Texts and versions: ../shared/errors.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from triage.model.events.base import Event
+
+
+class DeviceError(Event):
+    """An accelerator runtime error, keyed by the error (`illegal_address`, `no_kernel_image`...).
+
+    `family` says what kind of problem the key is: `runtime_fault` (a kernel faulted),
+    `build_mismatch` (kernels or driver built for something else), `not_visible` (no usable
+    device), `peer_access` (P2P between GPUs), `other`."""
+
+    kind: Literal["device_error"] = "device_error"
+    platform: str = "CUDA"
+    error: str
+    family: str
+    text: str = ""
+
+
+class LoaderError(Event):
+    """The dynamic loader refused a compiled library: an undefined symbol, a missing `.so`,
+    a C library too old. `library` is the file named; `driver` marks libcuda / libnvidia-ml
+    (the GPU driver's own libraries, missing when a container has no GPU runtime)."""
+
+    kind: Literal["loader_error"] = "loader_error"
+    problem: str
+    library: str | None = None
+    symbol: str | None = None
+    driver: bool = False
+
+
+class PackageMismatch(Event):
+    """Installed packages that do not fit together, said in words rather than by the loader:
+    a CPU-only torch, vLLM's stale `_C`, a tokenizer file from a newer `tokenizers`."""
+
+    kind: Literal["package_mismatch"] = "package_mismatch"
+    problem: str
+    package: str | None = None
+
+
+class GpuNotVisible(Event):
+    """No usable accelerator is visible to the process (vLLM's `Failed to infer device type`,
+    torch's `No CUDA GPUs are available`, no driver in the container)."""
+
+    kind: Literal["gpu_not_visible"] = "gpu_not_visible"
+    problem: str
+
+
+class HubUnreachable(Event):
+    """The model hub could not be reached and the files are not in the local cache."""
+
+    kind: Literal["hub_unreachable"] = "hub_unreachable"
+    problem: str
+    endpoint: str | None = None
+    offline: bool = False  # HF_HUB_OFFLINE / local_files_only: the cache lacks the files
+
+
+class ModelFilesCorrupt(Event):
+    """Model files present but unreadable: a truncated safetensors, a Git LFS pointer, a bad pickle."""
+
+    kind: Literal["model_files_corrupt"] = "model_files_corrupt"
+    problem: str
+    lfs_pointer: bool = False
+
+
+class DiskFull(Event):
+    """A disk (not /dev/shm) is full or over quota: `[Errno 28]` on a cache path, `(os error 28)`,
+    the hub's low-disk warning (a prediction: `warning` is true)."""
+
+    kind: Literal["disk_full"] = "disk_full"
+    problem: str
+    path: str | None = None
+    warning: bool = False
+    needed: int | None = None  # bytes the hub wanted to download
+    free: int | None = None  # bytes it found free
+
+
+class NotWritable(Event):
+    """A directory could not be written: `[Errno 13] Permission denied` / `[Errno 30] Read-only
+    file system`, or transformers' cache-folder messages. `cache` marks a cache path."""
+
+    kind: Literal["not_writable"] = "not_writable"
+    problem: str
+    path: str | None = None
+    cache: bool = False
+
+
+class ConfigInvalid(Event):
+    """vLLM's config classes refused a value (pydantic field errors, a bad revision)."""
+
+    kind: Literal["config_invalid"] = "config_invalid"
+    problem: str
+    value: str | None = None
+
+
+class MainGuardMissing(Event):
+    """Python's multiprocessing refused to spawn from a script with no `__main__` guard."""
+
+    kind: Literal["main_guard_missing"] = "main_guard_missing"
+    problem: str = "a new process was started before the script finished its bootstrapping phase"
+
+
+LAYER_EVENTS = (DeviceError, LoaderError, PackageMismatch, GpuNotVisible, HubUnreachable, ModelFilesCorrupt,
+                DiskFull, NotWritable, ConfigInvalid, MainGuardMissing)

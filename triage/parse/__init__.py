@@ -1,0 +1,1 @@
+"""Lines to events: the grammar, its vocabulary, the parser and the transformer."""

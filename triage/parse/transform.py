@@ -1,0 +1,119 @@
+"""Parse trees to event fields: one method per grammar rule or alias of `vllm_log.lark`.
+
+Each method returns the fields of an event (a dict with its `kind`), a list of them, or
+a piece that an enclosing rule assembles. Sizes become bytes here, through units.parse_size;
+nothing else in the grammar's output is interpreted outside this module.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import v_args
+
+from triage.parse.engine_args import parse_settings
+from triage.parse.transform_common import num, whole
+from triage.parse.transform_failures import FailureEvents
+from triage.parse.transform_layers import LayerEvents
+from triage.parse.transform_memory import MemoryEvents
+from triage.units import parse_size
+
+
+# Each mixin carries its own @v_args: lark applies it only to the methods a class defines itself.
+@v_args(inline=True)
+class ToEvents(MemoryEvents, FailureEvents, LayerEvents):
+    """Method names are the grammar's rule names and aliases; each returns event fields. By family:
+    memory (MemoryEvents), the other startup failures (FailureEvents), the layers under vLLM
+    (LayerEvents); progress, configuration and tracebacks are here."""
+
+    # --- graphs, warm-up, loading ---
+    def graph_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "cuda_graph_capture", "what": str(head)}
+
+    def graph_done(self, secs, *rest):
+        size = next((r for r in rest if r.type == "SIZE"), None)
+        return {"kind": "graph_capture_done", "seconds": num(secs), "bytes": parse_size(size) if size else None}
+
+    def sampler_oom(self, what, n, tail=None):
+        return {"kind": "sampler_warmup_oom", "requests": whole(n), "what": str(what).split()[0]}
+
+    def load_oom(self, tail=None):
+        return {"kind": "load_model_oom"}
+
+    def encoder_budget(self, tokens, items, modality, tail=None):
+        return [{"kind": "encoder_cache_budget", "tokens": whole(tokens), "items": whole(items),
+                 "modality": str(modality)},
+                {"kind": "phase", "phase": "profiling", "what": "multimodal encoder profiling"}]
+
+    def profile_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "profiling", "what": str(head)}
+
+    def weights_start(self, head, tail=None):
+        return {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+
+    def swap(self, head, swap, total, tail=None):
+        return {"kind": "swap_space", "swap": parse_size(swap), "cpu_total": parse_size(total),
+                "is_error": str(head).startswith("Too")}
+
+    def ready(self, head, tail=None):
+        return {"kind": "ready", "what": str(head)}
+
+    # --- version and config ---
+    def banner(self, words, *rest):
+        version = next((str(r)[2:-1] for r in rest if r.type == "VERSION_PAREN"), None)
+        tail = next((str(r) for r in rest if r.type == "TAIL"), "")
+        engine = "v1" if "V1" in words else "v0" if "V0" in words else None
+        return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
+
+    def server_version(self, _head, version, *rest):
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
+
+    def logo_version(self, version, tail=None):
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
+
+    def arg_dump(self, head, tail):
+        return {"kind": "engine_config", "source": "args", "settings": parse_settings(str(tail))}
+
+    # --- tracebacks and wrappers ---
+    def traceback(self, tail=None):
+        return {"kind": "traceback_start"}
+
+    def frame(self, path, lineno, *rest):
+        func = next((str(r) for r in rest if r.type == "FUNC"), "")
+        return {"kind": "frame", "file": str(path)[6:-1], "lineno": whole(lineno), "func": func}
+
+    def rpc_call(self, tok, tail=None):
+        method = re.search(r"[\"'](\w+)[\"']", str(tok))
+        return {"kind": "frame", "file": "<rpc>", "lineno": None, "func": method.group(1) if method else ""}
+
+    def phase_call(self, tok, tail=None):
+        name = str(tok).rstrip("(").rsplit(".", 1)[-1].split()[-1]
+        return {"kind": "frame", "file": "<call>", "lineno": None, "func": name}
+
+    def chain(self, text):
+        return {"kind": "chain", "cause": "direct cause" in text}
+
+    def exception(self, name, tail=None):
+        return {"kind": "exception", "type": str(name), "message": str(tail or "").strip()}
+
+    def wrapper_plain(self, head, tail=None):
+        return {"kind": "process_died", "wrapper": str(head)}
+
+    def worker_died(self, name, *rest):
+        code = next((int(r) for r in rest if r.type == "SIGNED"), None)
+        return {"kind": "process_died", "name": str(name), "exit_code": code, "wrapper": "died unexpectedly"}
+
+    def worker_died_v0(self, head, code, tail=None):
+        name = " ".join(str(head).split()[1:4])
+        return {"kind": "process_died", "name": name, "exit_code": int(code), "wrapper": "worker died"}
+
+    def worker_exception(self, name, method, tail=None):
+        return {"kind": "process_died", "name": str(name), "method": str(method),
+                "wrapper": "exception in worker"}
+
+    def failed_procs(self, procs, tail=None):
+        codes = [int(c) for c in re.findall(r":\s*(-?\d+)", str(procs))]
+        return {"kind": "process_died", "name": str(procs), "exit_code": codes[0] if codes else None,
+                "wrapper": "Failed core proc(s)"}
+
+TRANSFORMER = ToEvents()

@@ -1,0 +1,1 @@
+"""YAML packs to compiled rules: schema, strict loading, the expression language."""

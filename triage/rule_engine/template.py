@@ -1,0 +1,89 @@
+"""Rule texts with `{expression|filter}` placeholders (explanations, remedies, flag values):
+compiled once with the pack, rendered against a diagnosis's context, None if a value is missing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from triage.errors import ExpressionError
+from triage.rule_engine.expr import Trace, compile_expr
+from triage.units import gib, human, mib
+
+MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
+
+_PLACEHOLDER = re.compile(r"\{([^{}|]+)(?:\|(\w+))?\}")
+
+
+def _flag_number(v: Any) -> str:
+    if isinstance(v, float) and not v.is_integer():  # thousandths below 0.1 (a small utilization)
+        return (f"{v:.3f}" if abs(v) < 0.1 else f"{v:.2f}").rstrip("0").rstrip(".")
+    return str(int(v)) if isinstance(v, (int, float)) else str(v)
+
+
+FILTERS: dict[str, Callable[[Any], str]] = {
+    "gib": gib,
+    "mib": mib,
+    "human": human,
+    "int": lambda v: str(int(v)),
+    "comma": lambda v: f"{int(v):,}",
+    "pct": lambda v: f"{v * 100:.0f}%",
+    "x": lambda v: f"{v:.2f}x",
+    "fixed2": lambda v: f"{v:.2f}",
+    "num": _flag_number,
+    "str": str,
+    "list": lambda v: ", ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v),
+    "pids": lambda v: ", ".join(
+        f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
+}
+
+
+@dataclass(frozen=True)
+class Template:
+    """Text with `{expression|filter}` placeholders; renders to None if any value is missing."""
+
+    source: str
+    parts: tuple
+
+    def render(self, context: Mapping[str, Any], trace: Trace | None = None) -> str | None:
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            expr, filt = part
+            value = expr.evaluate(context, trace)
+            if value is None:
+                return None
+            try:
+                out.append(FILTERS[filt](value) if filt else _flag_number(value))
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
+                return None
+        return "".join(out)
+
+
+_OPEN_LITERAL, _CLOSE_LITERAL = "\x00L", "\x00R"
+
+
+def compile_template(source: object) -> Template:
+    """`{expr|filter}` placeholders; `{{` and `}}` are literal braces (for JSON flag values)."""
+    text = str(source).replace("{{", _OPEN_LITERAL).replace("}}", _CLOSE_LITERAL)
+    parts: list = []
+    pos = 0
+    if len(_PLACEHOLDER.findall(text)) > MAX_PLACEHOLDERS:
+        raise ExpressionError(f"more than {MAX_PLACEHOLDERS} placeholders in one text")
+    for m in _PLACEHOLDER.finditer(text):
+        parts.append(_literal(text[pos:m.start()]))
+        filt = m.group(2)
+        if filt and filt not in FILTERS:
+            raise ExpressionError(f"unknown filter |{filt}; must be one of: {', '.join(sorted(FILTERS))}")
+        parts.append((compile_expr(m.group(1)), filt))
+        pos = m.end()
+    parts.append(_literal(text[pos:]))
+    return Template(str(source), tuple(p for p in parts if p != ""))
+
+
+def _literal(text: str) -> str:
+    return text.replace(_OPEN_LITERAL, "{").replace(_CLOSE_LITERAL, "}")
