@@ -22,7 +22,10 @@ T0 = time.perf_counter()
 def main(path: str) -> dict[str, float]:
     marks = {}
     t = time.perf_counter()
-    from triage import cli, pipeline  # noqa: F401 - what `vllm-triage --format json` imports
+    from triage import pipeline
+    from triage.apps import cli  # noqa: F401 - what `vllm-triage --format json` imports
+    from triage.diagnose import report_builder
+    from triage.parse import stream as stream_stage
     from triage.ingest.read import InputStats, iter_chunks, open_source
     from triage.diagnose.redact import redact_data
     from triage.render import render
@@ -39,18 +42,18 @@ def main(path: str) -> dict[str, float]:
     stream, name = open_source(path)
     stats = InputStats(name=name)
     with stream:
-        marked = list(iter_marked(iter_chunks(stream, stats), stats, matcher(), pipeline.MAX_JOINS, wrap_sample=256 << 10))
+        marked = list(iter_marked(iter_chunks(stream, stats), stats, matcher(), stream_stage.MAX_JOINS, wrap_sample=256 << 10))
     marks["scan"] = time.perf_counter() - t
     t = time.perf_counter()
-    pairs = list(pipeline._events(iter(marked)))
+    pairs = list(stream_stage.line_events(iter(marked)))
     marks["parse"] = time.perf_counter() - t
     t = time.perf_counter()
     timeline, texts = Timeline(), {}
     for line, events in pairs:
-        texts[line.no] = (line.origin, pipeline._evidence_text(line))
+        texts[line.no] = (line.origin, report_builder.evidence_text(line))
         timeline.feed(line, events)
     timeline.finish()
-    report = pipeline.build_report(timeline, rules, texts, stats)
+    report = report_builder.build_report(timeline, rules, texts, stats)
     report = Report.model_validate(redact_data(report.model_dump()))
     marks["diagnose"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from test_hostile_secrets import FAILED, FATAL_LINE, SECRETS
 from triage.ingest import read
 from triage.apps.cli import main
-from triage.pipeline import EVIDENCE_CHARS, load_rules
+from triage.diagnose.report_builder import EVIDENCE_CHARS
+from triage.pipeline import load_rules
 from triage.ingest.read import InputStats, iter_lines
 from triage.render import FORMATS
 from triage.apps.serve.answer import analyse_bytes

@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from triage.parse import stream
+from triage.diagnose import report_builder
 from triage import pipeline
 from triage.parse import parse
 from triage.ingest import periodic
@@ -144,14 +146,14 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
     for quiet in (True, False):
         stats = scan.InputStats("log")
         chunks = [data[i:i + chunk_kib * 64] for i in range(0, len(data), chunk_kib * 64)]
-        marked = scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), pipeline.MAX_JOINS, quiet=quiet)
+        marked = scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), stream.MAX_JOINS, quiet=quiet)
         timeline = pipeline.Timeline()
         texts = {}
-        for line, events in pipeline._events(marked):
-            texts[line.no] = (line.origin, pipeline._evidence_text(line))
+        for line, events in stream.line_events(marked):
+            texts[line.no] = (line.origin, report_builder.evidence_text(line))
             timeline.feed(line, events)
         timeline.finish()
-        reports.append((pipeline.build_report(timeline, pipeline.load_rules(), texts, stats).model_dump(),
+        reports.append((report_builder.build_report(timeline, pipeline.load_rules(), texts, stats).model_dump(),
                         stats.lines))
     assert reports[0] == reports[1]
 
@@ -167,5 +169,5 @@ def test_request_lines_dropped_by_the_scan_are_those_the_pipeline_drops(origin, 
     spots = [(m.start(), 0) for m in re.finditer(re.escape(b"CUDA out of memory"), data)]
     verdict = periodic.Periodic(None).verdict(data, 0, len(data), spots)
     if verdict == periodic.REQUEST:
-        assert peel(raw, 1).text.startswith(pipeline.REQUEST_LOG_PREFIXES)
+        assert peel(raw, 1).text.startswith(stream.REQUEST_LOG_PREFIXES)
         assert starts_record(raw)  # so no held line of the pipeline would have been joined to it

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from triage.parse import stream
 from triage import pipeline
 from triage.ingest.read import InputStats, iter_chunks
 from triage.ingest.scan import iter_marked
@@ -13,8 +14,8 @@ from triage.parse.vocabulary import matcher
 
 def events_of(text: str) -> list:
     stats = InputStats("t")
-    marked = iter_marked(iter_chunks(io.BytesIO(text.encode()), stats), stats, matcher(), pipeline.MAX_JOINS)
-    return [(line.no, e) for line, events in pipeline._events(marked) for e in events]
+    marked = iter_marked(iter_chunks(io.BytesIO(text.encode()), stats), stats, matcher(), stream.MAX_JOINS)
+    return [(line.no, e) for line, events in stream.line_events(marked) for e in events]
 
 
 def bar(worker: int, done: int, total: int = 30) -> str:

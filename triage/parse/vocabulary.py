@@ -142,6 +142,6 @@ def _matcher(backend: str | None) -> Matcher:
 
 
 # A logged ERROR/CRITICAL line states a failure even in words the grammar does not know
-# (pipeline._error_line): such lines are handed on too. No grammar anchor starts with them,
+# (parse/stream.py: _error_line): such lines are handed on too. No grammar anchor starts with them,
 # so the parser spends nothing on them.
 LEVEL_WORDS = ("ERROR ", "CRITICAL ")

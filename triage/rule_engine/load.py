@@ -352,3 +352,30 @@ def _has_pkg() -> bool:
         return True
     except ModuleNotFoundError:
         return False
+
+
+_RULES_CACHE: dict[tuple, list[Rule]] = {}
+
+
+def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
+    key = tuple(extra)
+    if key not in _RULES_CACHE:
+        _RULES_CACHE[key] = _load_rules_cached([*builtin_pack_paths(), *expand_pack_paths(extra)])
+    return _RULES_CACHE[key]
+
+
+def _load_rules_cached(paths: list[Path]) -> list[Rule]:
+    """Compiled rules from the on-disk cache when their packs are unchanged (YAML and
+    expression compiling cost more than a whole small log)."""
+    from triage import cache
+
+    sources = [*paths, *{p.parent / "taxonomy.yaml" for p in paths[:1]}]
+    key = cache.stamp(sources, "rules")
+    name = f"rules-{key}.pickle" if key else None
+    rules = cache.load(name) if name else None
+    if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules):
+        return rules
+    rules = load_packs(paths, set(load_taxonomy()))
+    if name:
+        cache.save(name, rules)
+    return rules

@@ -1,0 +1,123 @@
+"""Marked physical lines to (line, events): the parse stage as a stream.
+
+Joins lines a terminal hard-wrapped, skips progress-bar updates and request-logger lines (user
+text), keeps unknown ERROR lines, and hands nvidia-smi/fuser rows to the evidence reader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+from triage.model import events as ev
+from triage.diagnose.redact import redact_text
+from triage.ingest.lines import Line, peel, starts_record
+from triage.ingest.scan import Marked
+from triage.parse.parse import parse_line_detail
+from triage.parse.sysinfo import BundleReader
+
+MAX_JOINS = 3
+WRAP_MIN_CHARS = 60  # a line shorter than any terminal is wide was not cut by a wrap
+
+
+# vLLM's request logger (`--enable-log-requests`, on by default before 0.10.2) prints each
+# prompt and each output (entrypoints/logger.py): text from users that may quote anything,
+# an error message or nvidia-smi output included. Such a line is never evidence.
+REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
+
+
+def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:
+    """(line, events) for every line that states something, re-joining hard-wrapped lines.
+
+    `clean` (the redactor) sees each line whole, before it is parsed, joined or cut: every
+    text of the report (evidence, messages, facts) comes from what it returns.
+
+    A message that runs into the end of its line followed by a line with no prefix of its
+    own was wrapped by a terminal, an editor or a chat box: the two are parsed as one.
+    `marked` holds only the lines near anchors (see `scan.iter_marked`); a gap in the line
+    numbers stands for lines that hold nothing, and ends any wrap.
+    """
+    held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
+    joins = last = 0
+    evidence = BundleReader()
+    complete = getattr(marked, "line_complete", None)
+    bars_seen: set[str] = set()
+    for no, raw, anchored, bundled in marked:
+        if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
+            joined = peel(redact_text(held[0] + raw) if clean else held[0] + raw, held[1].no)
+            events, ran_out = parse_line_detail(joined)
+            if len(events) >= len(held[2]) and events != held[2]:
+                held, joins, last = (held[0] + raw, joined, events, ran_out), joins + 1, no
+                continue
+        last = no
+        if held is not None and held[2]:
+            yield held[1], held[2]
+        held, joins = None, 0
+        if not (anchored or bundled):
+            continue
+        progress = _progress_key(raw) if anchored else None
+        if progress is not None and progress in bars_seen:  # the same bar again: it states nothing new
+            if complete is not None:
+                complete()
+            continue
+        line = peel(clean(raw) if clean else raw, no)
+        if line.text.startswith(REQUEST_LOG_PREFIXES):  # user content: words in it state nothing
+            if complete is not None:
+                complete()
+            continue
+        if anchored:
+            events, ran_out = parse_line_detail(line)
+            events = events or _error_line(line)
+            # A long line whose anchor word states nothing may be a phrase a wrap cut in two.
+            ran_out = ran_out or (not events and len(line.text) >= WRAP_MIN_CHARS)
+            if not ran_out and complete is not None:
+                complete()
+            if progress is None:
+                if events:
+                    bars_seen.clear()  # a bar after other news (a new attempt, a new phase) is read again
+            elif len(bars_seen) < MAX_BARS:
+                bars_seen.add(progress)
+            if events or ran_out:
+                held = (raw, line, events, ran_out)
+                continue
+        if bundled:
+            found = evidence.read(line)
+            if found:
+                yield line, found
+    if held is not None and held[2]:
+        yield held[1], held[2]
+
+
+# A progress bar's update line (tqdm: "Loading safetensors checkpoint shards:  53% Completed |
+# 16/30 [...]", "Capturing CUDA graphs: 45%|████▌ | 30/67 [...]"): its events do not depend on
+# the figures, so once a bar's line has been read, its updates are skipped unread.
+_PROGRESS = re.compile(r"\d{1,3}%(?: Completed \||\|)")
+MAX_BARS = 64
+
+
+def _progress_key(raw: str) -> str | None:
+    """The part of a progress bar's line before its percentage (origin and title), else None."""
+    if "%" not in raw:
+        return None
+    m = _PROGRESS.search(raw, 0, 400)
+    return raw[: m.start()].rstrip() if m else None
+
+
+def _error_line(line: Line) -> list[ev.Event]:
+    """A line logged at ERROR/CRITICAL by a logger (its header says so) whose words no rule of
+    the grammar knows: kept as an `error_line`, so a failure is seen without known text.
+    Pieces of a logged traceback (frames, source, carets, chain notes) are not such lines."""
+    text = line.text
+    if not line.headed or line.level not in ("ERROR", "CRITICAL") or len(text) < 8 or text[:1] in " \t^~":
+        return []
+    if text.startswith(("Traceback", "During handling", "The above exception", "Exception in ")):
+        return []
+    return [ev.ErrorLine(line=line.no, origin=line.origin, pid=line.pid, message=text[:300])]
+
+
+def _continues(raw: str) -> bool:
+    """A physical line that cannot start a message of its own: no prefix, no header, no indent
+    (an indented line is a traceback's frame or source, never the rest of a message)."""
+    if raw[:1] == " " and raw[1:2] not in ("", " ", "\t"):  # a wrap that fell just before a space
+        return not starts_record(raw[1:])
+    return bool(raw) and raw[0] not in " \t(" and not starts_record(raw)
