@@ -48,8 +48,8 @@ def problems(tmp_path: Path, text: str | bytes) -> list[str]:
     with pytest.raises(RulePackError) as info:
         load_packs([path], CAUSES)
     assert time.process_time() - start < 20  # CPU seconds: a YAML bomb takes minutes, a busy machine none
-    found = info.value.problems
-    assert found and all(str(path) in p for p in found)
+    found = [str(p) for p in info.value.problems]  # as the CLI prints them
+    assert found and all(p.path == str(path) for p in info.value.problems)
     return found
 
 
@@ -152,7 +152,7 @@ def test_a_huge_string_is_bounded_by_the_pack_size(tmp_path):
 def test_hostile_expressions_are_located_load_errors(tmp_path, expr, words):
     found = problems(tmp_path, HEAD + rule(rank=expr))
     assert len(found) == 1 and words in found[0], found
-    assert re.search(r"pack\.yaml:3: rule 'r-one': rank: ", found[0]), found[0]
+    assert re.search(r"pack\.yaml:6: rule 'r-one': rank: ", found[0]), found[0]  # the line of `rank:`
 
 
 def test_thousands_of_placeholders_are_refused(tmp_path):
@@ -175,11 +175,36 @@ def test_every_problem_of_every_pack_at_once_with_file_line_and_rule(tmp_path):
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 5 and all(line.startswith("vllm-triage: ") for line in lines)
-    expected = {"bad-one": "a.yaml:3", "bad-two": "a.yaml:7", "bad-three": "a.yaml:11", "bad-four": "b.yaml:3",
-                "bad-five": "b.yaml:7"}
-    for rid, where in expected.items():
-        assert any(f"rule '{rid}'" in line and where in line for line in lines), (rid, err)
+    # each at the line of the field at fault (the rules start at lines 3, 7 and 11)
+    expected = {"bad-one": ("a.yaml:6", "rank"), "bad-two": ("a.yaml:10", "confidence"),
+                "bad-three": ("a.yaml:14", "colour"), "bad-four": ("b.yaml:6", "figures.x"),
+                "bad-five": ("b.yaml:10", "rank")}
+    for rid, (where, field) in expected.items():
+        assert any(f"{where}: rule '{rid}': {field}: " in line for line in lines), (rid, err)
     assert str(a) in err
+
+
+def test_a_problem_is_a_located_object_pointing_at_the_field(tmp_path):
+    """Path, line, rule id and field are data (an editor or a test can use them), not only words."""
+    text = HEAD + rule("good-one") + rule("bad-one", figures="") + "      ok: 'facts.gpu_total_bytes'\n" \
+        + "      bad: 'open(1)'\n" + "    remedies:\n      - text: t\n        flags:\n          --x: '{1 +}'\n"
+    path = pack(tmp_path, text)
+    with pytest.raises(RulePackError) as info:
+        load_packs([path], CAUSES)
+    found = info.value.problems
+    assert [(p.path, p.line, p.rule, p.field) for p in found] == [
+        (str(path), 11, "bad-one", "figures.bad"), (str(path), 15, "bad-one", "remedies[0].flags.--x")]
+    assert "unknown function" in found[0].message
+    assert str(found[0]) == f"{path}:11: rule 'bad-one': figures.bad: {found[0].message}"
+
+
+def test_yaml_and_pack_problems_have_no_rule(tmp_path):
+    path = pack(tmp_path, "schema: 2\nrules: []\n")
+    with pytest.raises(RulePackError) as info:
+        load_packs([path], CAUSES)
+    (problem,) = info.value.problems
+    assert (problem.line, problem.rule, problem.field) == (1, None, None)
+    assert str(problem) == f"{path}:1: schema 2 is not supported (this tool reads schema 1)"
 
 
 def test_a_hostile_pack_through_the_triage_command(tmp_path):

@@ -1,12 +1,15 @@
 """Rule packs: the built-in ones are valid and complete; hostile ones fail with every problem named."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import ROOT
-from triage.errors import RulePackError
+from triage.errors import Problem, RulePackError
 from triage.pipeline import load_rules
 from triage.rule_engine.load import builtin_pack_paths, load_packs, load_taxonomy
 
@@ -38,10 +41,15 @@ def _pack(tmp_path: Path, text: str) -> Path:
     return p
 
 
-def _problems(tmp_path, text) -> list[str]:
+def _located(tmp_path, text) -> list[Problem]:
     with pytest.raises(RulePackError) as info:
         load_packs([_pack(tmp_path, text)], set(load_taxonomy()))
     return info.value.problems
+
+
+def _problems(tmp_path, text) -> list[str]:
+    """The problems as the CLI prints them."""
+    return [str(p) for p in _located(tmp_path, text)]
 
 
 GOOD_RULE = """
@@ -109,7 +117,9 @@ def test_duplicate_rule_ids_across_packs(tmp_path):
     b.write_text("schema: 1\nrules:\n" + GOOD_RULE.format(id="same-id"))
     with pytest.raises(RulePackError) as info:
         load_packs([a, b], set(load_taxonomy()))
-    assert "already used" in info.value.problems[0]
+    problem = info.value.problems[0]
+    assert (problem.path, problem.line, problem.rule, problem.field) == (str(b), 4, "same-id", "id")
+    assert problem.message == f"already used at {a}:4"
 
 
 def test_oversized_pack_refused(tmp_path):
@@ -172,3 +182,15 @@ def test_readme_rule_table_is_generated_from_the_packs():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rules_table.py"), "--check"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_warm_cache_loads_the_rules_without_pydantic_or_yaml(tmp_path):
+    """The compiled rules are plain dataclasses: unpickling them imports neither pydantic nor
+    YAML (start-up, issue 16); only a cache miss validates the packs."""
+    code = ("import sys; from triage.rule_engine.load import load_rules; n = len(load_rules()); "
+            "print(n, 'pydantic' in sys.modules, 'yaml' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                           check=True).stdout.split() for _ in range(2)]
+    assert runs[0][1:] == ["True", "True"]  # cold: the packs were read and validated
+    assert runs[1] == [runs[0][0], "False", "False"]  # warm: the same rules from the cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class TriageError(Exception):
     """Base of every error the tool reports to a user (exit code 2)."""
@@ -19,12 +21,35 @@ class InputError(TriageError):
     """The log could not be read: missing, a directory, unreadable, binary, too large."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Problem:
+    """One thing wrong with a rule pack, located so an editor can jump to it.
+
+    `line` is the line of the field when the pack says where it is, else of the rule, else of
+    the pack (None: the file as a whole, e.g. it cannot be read)."""
+
+    path: str
+    line: int | None = None
+    rule: str | None = None  # the rule's id, when the problem is inside one
+    field: str | None = None  # e.g. `remedies[0].flags`, `when.all[1]`
+    message: str
+
+    def __str__(self) -> str:
+        """`path:line: rule 'id': field: message`, leaving out what is not known."""
+        parts = [f"{self.path}:{self.line}" if self.line else self.path]
+        if self.rule is not None:
+            parts.append(f"rule {self.rule!r}")
+        if self.field:
+            parts.append(self.field)
+        return ": ".join([*parts, self.message])
+
+
 class RulePackError(TriageError):
     """A rule pack is malformed. Carries every problem found, not only the first."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        head = problems[0] if problems else "invalid rule pack"
+        head = str(problems[0]) if problems else "invalid rule pack"
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(head + more)
 

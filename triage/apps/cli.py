@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
             traceback.print_exc(file=stderr)
         if isinstance(exc, RulePackError):
             for problem in exc.problems:
-                stderr.write(_error_line(problem, redact))
+                stderr.write(_error_line(str(problem), redact))
         else:
             stderr.write(_error_line(str(exc), redact, own=isinstance(exc, UsageError)))
         return EXIT_ERROR

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,7 +21,6 @@ from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
-from pydantic import BaseModel
 
 from triage.rule_engine.budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
@@ -231,14 +231,14 @@ class _Evaluator:
             if value is None:
                 return None
             value = self._field(value, name)
-        if isinstance(value, BaseModel):
+        if _is_model(value):
             self.trace.saw(getattr(value, "line", None))
         return value
 
     def _field(self, value: Any, name: str) -> Any:
         if isinstance(value, FactView):
             return value.get(name, self.trace)
-        if isinstance(value, BaseModel):
+        if _is_model(value):
             if name not in type(value).model_fields:
                 raise ExpressionError(f"{type(value).__name__} has no field {name!r}")
             self.trace.saw(getattr(value, "line", None))
@@ -246,6 +246,14 @@ class _Evaluator:
         if isinstance(value, Mapping):
             return value.get(name)
         raise ExpressionError(f"cannot read .{name} of a {type(value).__name__}")
+
+
+def _is_model(value: Any) -> bool:
+    """An event or another pydantic model (only its declared fields are readable). Asked of
+    `sys.modules` so that evaluating, and unpickling compiled rules, never imports pydantic:
+    no model can exist before pydantic is imported."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(value, pydantic.BaseModel)
 
 
 def _number(text: str) -> int | float:

@@ -1,9 +1,12 @@
-"""Rule packs: strict YAML in, validated and compiled rules out, every problem reported at once.
+"""Rule packs: found, read as strict YAML, validated and compiled; every problem reported at once.
 
 A pack is untrusted input. The loader refuses YAML tags that build objects, aliases
-(so no alias bombs), duplicate keys and oversized files; the schema refuses unknown
-keys; every expression and template is compiled at load time. Each problem is reported
-as `file:line: rule 'id': what is wrong`, and all of them together.
+(so no alias bombs), duplicate keys and oversized files; the schema (schema.py) refuses
+unknown keys; every expression and template is compiled at load time. Each problem is a
+located `Problem` (path, line, rule id, field, message), and all of them are reported together.
+
+Most runs never get here past `load_rules`: the compiled rules come from the on-disk cache,
+and YAML, pydantic and the schema are imported only on a cache miss or by `rules check`.
 """
 
 from __future__ import annotations
@@ -11,213 +14,57 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from triage.errors import ExpressionError, RulePackError
+from triage.errors import ExpressionError, Problem, RulePackError
+from triage.rule_engine.compiled import Remedy, Rule
 from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.template import Template, compile_template
 
-SCHEMA_VERSION = 1
+__all__ = ["MAX_PACK_BYTES", "Problem", "Remedy", "Rule", "builtin_dir", "builtin_pack_paths", "expand_pack_paths",
+           "load_packs", "load_rules", "load_taxonomy", "read_pack_text"]
+
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
-ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-]{1,63}$")
-FLAG_PATTERN = re.compile(r"^--[a-z0-9][a-z0-9\-]*$")
-ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+TAXONOMY = "taxonomy.yaml"
+RULES_FORMAT = "dataclasses-1"  # part of the cache key: a pickle of another shape of Rule is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
+FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
-# --- schema ---------------------------------------------------------------------------
+# --- discovery: the one place that knows where packs live ----------------------------------
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True, defer_build=True)
+def builtin_dir() -> Path:
+    """The shipped packs' folder: `triage/rules_builtin/` in an installed copy (package data),
+    the checkout's top-level `rules/` otherwise."""
+    here = Path(__file__).resolve()
+    installed = here.parents[1] / "rules_builtin"
+    return installed if (installed / TAXONOMY).is_file() else here.parents[2] / "rules"
 
 
-class When(_Model):
-    """When a rule applies. `event` binds each event of that kind in turn as `event`."""
-
-    event: str | None = None
-    failed: bool = True
-    phase: list[str] | None = None
-    all: list[Any] = Field(default_factory=list)
-    any: list[Any] = Field(default_factory=list)
-
-
-class RemedySpec(_Model):
-    text: str = ""
-    flags: dict[str, Any] = Field(default_factory=dict)
-    env: dict[str, Any] = Field(default_factory=dict)
-    when: Any = None
-
-    @field_validator("flags")
-    @classmethod
-    def _flags(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for k in v:
-            if not FLAG_PATTERN.match(str(k)):
-                raise ValueError(f"flag {k!r} must look like --some-flag")
-        return v
-
-    @field_validator("env")
-    @classmethod
-    def _env(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for k in v:
-            if not ENV_PATTERN.match(str(k)):
-                raise ValueError(f"environment variable {k!r} must be UPPER_CASE")
-        return v
-
-
-class SentenceSpec(_Model):
-    text: str
-    when: Any = None
-
-
-class RuleSpec(_Model):
-    id: str
-    cause: str
-    title: str
-    when: When = Field(default_factory=When)
-    rank: Any = 50
-    confidence: Any = 0.8
-    figures: dict[str, Any] = Field(default_factory=dict)
-    explanation: str | list[str | SentenceSpec | list[str | SentenceSpec]] = ""
-    remedies: list[RemedySpec] = Field(default_factory=list)
-    fallback: bool = False  # speaks only when no other rule explained the attempt
-    fires_on: list[str] = Field(default_factory=list)
-    quiet_on: list[str] = Field(default_factory=list)
-    docs: str = ""
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        if not ID_PATTERN.match(v):
-            raise ValueError("must be lower-case letters, digits and dashes (2-64 characters)")
-        return v
-
-
-class PackSpec(_Model):
-    schema_version: int = Field(alias="schema")
-    rules: list[Any]
-
-
-# --- compiled rules -------------------------------------------------------------------
-
-
-class Remedy(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
-    text: Template
-    flags: dict[str, Template]
-    env: dict[str, Template]
-    when: Expr | None
-
-
-class Rule(BaseModel):
-    """A rule ready to run: every expression and template compiled."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
-    id: str
-    cause: str
-    title: str
-    source: str
-    event: str | None
-    failed: bool
-    phases: list[str] | None
-    all: list[Expr]
-    any: list[Expr]
-    rank: Expr
-    confidence: Expr
-    figures: dict[str, Expr]
-    explanation: list[list[tuple[Template, Expr | None]]]  # sentences, each a list of alternatives
-    remedies: list[Remedy]
-    fallback: bool
-    fires_on: list[str]
-    quiet_on: list[str]
-    docs: str
+def packs_in(folder: Path) -> list[Path]:
+    """The packs of a folder: every `*.yaml` but the taxonomy, in name order."""
+    return sorted(p for p in folder.glob("*.yaml") if p.name != TAXONOMY)
 
 
 def builtin_pack_paths() -> list[Path]:
-    """The packs shipped with the tool (package data when installed, `rules/` in a checkout)."""
-    try:
-        root = resources.files("triage.rules_builtin")
-        found = sorted(Path(str(p)) for p in root.iterdir() if str(p).endswith(".yaml"))
-        if found:
-            return [p for p in found if p.name != "taxonomy.yaml"]
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
-        pass
-    here = Path(__file__).resolve().parents[2] / "rules"
-    return sorted(p for p in here.glob("*.yaml") if p.name != "taxonomy.yaml")
-
-
-def load_packs(paths: Iterable[Path], causes: set[str] | None = None) -> list[Rule]:
-    """Load, validate and compile packs; raise one RulePackError listing every problem."""
-    problems: list[str] = []
-    rules: list[Rule] = []
-    ids: dict[str, str] = {}
-    for path in paths:
-        for rule in _load_pack(Path(path), problems, causes):
-            if rule.id in ids:
-                problems.append(f"{rule.source}: rule {rule.id!r}: id already used at {ids[rule.id]}")
-                continue
-            ids[rule.id] = rule.source
-            rules.append(rule)
-    if problems:
-        raise RulePackError(problems)
-    return rules
+    """The packs shipped with the tool."""
+    return packs_in(builtin_dir())
 
 
 def expand_pack_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Extra packs as given on the command line: a folder stands for its packs."""
     out: list[Path] = []
     for p in paths:
         path = Path(p)
-        if path.is_dir():
-            out.extend(sorted(x for x in path.glob("*.yaml") if x.name != "taxonomy.yaml"))
-        else:
-            out.append(path)
+        out.extend(packs_in(path) if path.is_dir() else [path])
     return out
 
 
-def _load_pack(path: Path, problems: list[str], causes: set[str] | None) -> list[Rule]:
-    import yaml  # only when packs are read (compiled rules come from the cache on most runs)
-
-    from triage.rule_engine.strict_yaml import StrictLoader
-
-    try:
-        text = read_pack_text(path)
-    except ValueError as exc:  # too large, not a regular file, not UTF-8
-        problems.append(f"{path}: {exc}")
-        return []
-    except OSError as exc:
-        problems.append(f"{path}: cannot read rule pack: {exc.strerror or exc}")
-        return []
-    try:
-        doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problems.append(f"{where}: {getattr(exc, 'problem', None) or exc}")
-        return []
-    except (ValueError, TypeError, RecursionError) as exc:  # e.g. an integer of 5000 digits
-        problems.append(f"{path}: cannot read rule pack: {str(exc).splitlines()[0][:200]}")
-        return []
-    if doc is None:
-        problems.append(f"{path}: empty rule pack")
-        return []
-    try:
-        pack = PackSpec.model_validate(doc)
-    except ValidationError as exc:
-        problems.extend(f"{path}:{getattr(doc, 'line', 1)}: {_pydantic_message(e)}" for e in exc.errors())
-        return []
-    if pack.schema_version != SCHEMA_VERSION:
-        problems.append(f"{path}: schema {pack.schema_version} is not supported (this tool reads schema {SCHEMA_VERSION})")
-        return []
-    if len(pack.rules) > MAX_RULES_PER_PACK:
-        problems.append(f"{path}: more than {MAX_RULES_PER_PACK} rules in one pack")
-        return []
-    return [r for r in (_compile_rule(path, raw, problems, causes) for raw in pack.rules) if r is not None]
+# --- reading -------------------------------------------------------------------------------
 
 
 def read_pack_text(path: Path) -> str:
@@ -243,121 +90,214 @@ def read_pack_text(path: Path) -> str:
         raise ValueError(f"cannot read rule pack: not UTF-8 text (byte {exc.start})") from None
 
 
-def _compile_rule(path: Path, raw: Any, problems: list[str], causes: set[str] | None) -> Rule | None:
-    line = getattr(raw, "line", 0)
-    rid = raw.get("id", "?") if isinstance(raw, dict) else "?"
-    where = f"{path}:{line}: rule {rid!r}"
-    try:
-        spec = RuleSpec.model_validate(raw)
-    except ValidationError as exc:
-        problems.extend(f"{where}: {_pydantic_message(e)}" for e in exc.errors())
-        return None
-    if causes is not None and spec.cause not in causes:
-        problems.append(f"{where}: cause {spec.cause!r} is not in the taxonomy; must be one of: {', '.join(sorted(causes))}")
-        return None
-    before = len(problems)
-    compiled = _compile_parts(spec, where, problems)
-    if len(problems) > before:
-        return None
-    return Rule(id=spec.id, cause=spec.cause, title=spec.title, source=f"{path}:{line}", event=spec.when.event,
-                failed=spec.when.failed, phases=spec.when.phase, fallback=spec.fallback, fires_on=spec.fires_on, quiet_on=spec.quiet_on,
-                docs=spec.docs, **compiled)
+def _field_label(path: tuple) -> str:
+    """`("remedies", 0, "flags")` -> `remedies[0].flags`."""
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
 
 
-def _compile_parts(spec: RuleSpec, where: str, problems: list[str]) -> dict[str, Any]:
-    known = CONTEXT_NAMES | {str(n) for n in spec.figures}
+class _Pack:
+    """One pack being loaded: its path, and the problems found in it so far."""
 
-    def names_known(label: str, exprs: list[Expr]) -> bool:
+    def __init__(self, path: Path, causes: set[str] | None, ids: dict[str, str]) -> None:
+        self.path, self.causes, self.ids = path, causes, ids  # ids: rule id -> where it was first seen
+        self.problems: list[Problem] = []
+
+    def problem(self, message: str, line: int | None = None, rule: str | None = None, field: str | None = None) -> None:
+        self.problems.append(Problem(path=str(self.path), line=line, rule=rule, field=field, message=message))
+
+    @staticmethod
+    def line(node: Any, path: tuple) -> int:
+        """The pack line of `path` inside `node` (0: not known)."""
+        from triage.rule_engine.strict_yaml import line_of  # loaded with the YAML (see read)
+
+        return line_of(node, path)
+
+    def read(self) -> Any:
+        """The pack's YAML document, or None (and a problem) when it cannot be read."""
+        import yaml  # only when packs are read (compiled rules come from the cache on most runs)
+
+        from triage.rule_engine.strict_yaml import StrictLoader
+
+        try:
+            text = read_pack_text(self.path)
+        except ValueError as exc:  # too large, not a regular file, not UTF-8
+            return self.problem(str(exc))
+        except OSError as exc:
+            return self.problem(f"cannot read rule pack: {exc.strerror or exc}")
+        try:
+            doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            return self.problem(str(getattr(exc, "problem", None) or exc), line=mark.line + 1 if mark else None)
+        except (ValueError, TypeError, RecursionError) as exc:  # e.g. an integer of 5000 digits
+            return self.problem(f"cannot read rule pack: {str(exc).splitlines()[0][:200]}")
+        if doc is None:
+            self.problem("empty rule pack")
+        return doc
+
+    def rules(self) -> list[Rule]:
+        """Every rule of the pack that compiles; the others leave their problems."""
+        from triage.rule_engine import schema  # pydantic: only when a pack is actually read
+
+        doc = self.read()
+        if doc is None:
+            return []
+        pack, errors = schema.validate(schema.PackSpec, doc)
+        for loc, msg in errors:
+            self.problem(msg, line=self.line(doc, loc) or 1, field=_field_label(loc) or None)
+        if pack is None:
+            return []
+        if pack.schema_version != schema.SCHEMA_VERSION:
+            self.problem(f"schema {pack.schema_version} is not supported (this tool reads schema "
+                         f"{schema.SCHEMA_VERSION})", line=self.line(doc, ("schema",)))
+            return []
+        if len(pack.rules) > MAX_RULES_PER_PACK:
+            self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))
+            return []
+        return [r for raw in pack.rules if (r := self._rule(raw)) is not None]
+
+    def _rule(self, raw: Any) -> Rule | None:
+        from triage.rule_engine import schema
+
+        rid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
+        line = getattr(raw, "line", 0)
+        spec, errors = schema.validate(schema.RuleSpec, raw)
+        for loc, msg in errors:
+            self.problem(msg, line=self.line(raw, loc) or line, rule=rid, field=_field_label(loc) or None)
+        if spec is None:
+            return None
+        if self.causes is not None and spec.cause not in self.causes:
+            self.problem(f"{spec.cause!r} is not in the taxonomy; must be one of: {', '.join(sorted(self.causes))}",
+                         line=self.line(raw, ("cause",)), rule=rid, field="cause")
+            return None
+        rule = _RuleCompiler(self, raw, spec).compile()
+        if rule is not None and rule.id in self.ids:
+            self.problem(f"already used at {self.ids[rule.id]}", line=self.line(raw, ("id",)), rule=rid, field="id")
+            return None
+        if rule is not None:
+            self.ids[rule.id] = rule.source
+        return rule
+
+
+class _RuleCompiler:
+    """Compiles one validated rule; each problem is recorded at the line of its field."""
+
+    def __init__(self, pack: _Pack, raw: Any, spec: Any) -> None:
+        self.pack, self.raw, self.spec = pack, raw, spec
+        self.known = CONTEXT_NAMES | {str(n) for n in spec.figures}
+        self.failed = False
+
+    def problem(self, path: tuple, message: str) -> None:
+        self.failed = True
+        self.pack.problem(message, line=self.pack.line(self.raw, path) or getattr(self.raw, "line", 0), rule=self.spec.id,
+                          field=_field_label(path))
+
+    def _names_known(self, path: tuple, exprs: list[Expr]) -> bool:
         """A name no context holds would fail on every log: say so now (`.inf` in YAML reads as `inf`)."""
-        unknown = sorted({n for e in exprs for n in e.names()} - known)
+        unknown = sorted({n for e in exprs for n in e.names()} - self.known)
         if unknown:
-            problems.append(f"{where}: {label}: unknown name {unknown[0]!r}; must be one of: "
-                            f"{', '.join(sorted(known))}")
+            self.problem(path, f"unknown name {unknown[0]!r}; must be one of: {', '.join(sorted(self.known))}")
         return not unknown
 
-    def expr(label: str, source: Any) -> Expr | None:
+    def expr(self, path: tuple, source: Any) -> Expr:
+        """The compiled expression (a placeholder `0` when it has a problem: the rule is dropped)."""
         try:
             compiled = compile_expr(source)
         except ExpressionError as exc:
-            problems.append(f"{where}: {label}: {exc}")
-            return None
-        return compiled if names_known(label, [compiled]) else None
+            self.problem(path, str(exc))
+            return compile_expr("0")
+        return compiled if self._names_known(path, [compiled]) else compile_expr("0")
 
-    def tmpl(label: str, source: Any) -> Template | None:
+    def tmpl(self, path: tuple, source: Any) -> Template:
+        """The compiled template (an empty one when it has a problem: the rule is dropped)."""
         try:
             compiled = compile_template(source)
         except ExpressionError as exc:
-            problems.append(f"{where}: {label}: {exc}")
-            return None
+            self.problem(path, str(exc))
+            return compile_template("")
         parts = [part[0] for part in compiled.parts if isinstance(part, tuple)]
-        return compiled if names_known(label, parts) else None
+        return compiled if self._names_known(path, parts) else compile_template("")
 
-    figures = {}
-    for name, source in spec.figures.items():
-        if name in CONTEXT_NAMES or not re.match(r"^[a-z_][a-z0-9_]*$", str(name)):
-            problems.append(f"{where}: figures.{name}: a figure name must be snake_case and not one of "
-                            f"{', '.join(sorted(CONTEXT_NAMES))}")
-            continue
-        figures[name] = expr(f"figures.{name}", source)
-    explanation = spec.explanation if isinstance(spec.explanation, list) else [spec.explanation]
-    remedies = []
-    for i, r in enumerate(spec.remedies):
-        remedies.append(Remedy(
-            text=tmpl(f"remedies[{i}].text", r.text) or compile_template(""),
-            flags={k: tmpl(f"remedies[{i}].flags.{k}", v) or compile_template("") for k, v in r.flags.items()},
-            env={k: tmpl(f"remedies[{i}].env.{k}", v) or compile_template("") for k, v in r.env.items()},
-            when=expr(f"remedies[{i}].when", r.when) if r.when is not None else None,
-        ))
-    return {
-        "all": [e for i, s in enumerate(spec.when.all) if (e := expr(f"when.all[{i}]", s))],
-        "any": [e for i, s in enumerate(spec.when.any) if (e := expr(f"when.any[{i}]", s))],
-        "rank": expr("rank", spec.rank) or compile_expr("0"),
-        "confidence": expr("confidence", spec.confidence) or compile_expr("0"),
-        "figures": figures,
-        "explanation": [[_sentence(i, alt, tmpl, expr) for alt in (s if isinstance(s, list) else [s])]
-                        for i, s in enumerate(explanation) if s],
-        "remedies": remedies,
-    }
+    def compile(self) -> Rule | None:
+        spec = self.spec
+        figures = {}
+        for name, source in spec.figures.items():
+            if name in CONTEXT_NAMES or not FIGURE_NAME.match(str(name)):
+                self.problem(("figures", name), "a figure name must be snake_case and not one of "
+                             f"{', '.join(sorted(CONTEXT_NAMES))}")
+                continue
+            figures[name] = self.expr(("figures", name), source)
+        remedies = [self._remedy(i, r) for i, r in enumerate(spec.remedies)]
+        when_all = [self.expr(("when", "all", i), s) for i, s in enumerate(spec.when.all)]
+        when_any = [self.expr(("when", "any", i), s) for i, s in enumerate(spec.when.any)]
+        rank, confidence = self.expr(("rank",), spec.rank), self.expr(("confidence",), spec.confidence)
+        explanation = self._explanation()
+        if self.failed:
+            return None
+        return Rule(id=spec.id, cause=spec.cause, title=spec.title, source=f"{self.pack.path}:{getattr(self.raw, 'line', 0)}",
+                    event=spec.when.event, failed=spec.when.failed, phases=spec.when.phase, all=when_all, any=when_any,
+                    rank=rank, confidence=confidence, figures=figures, explanation=explanation, remedies=remedies,
+                    fallback=spec.fallback, fires_on=spec.fires_on, quiet_on=spec.quiet_on, docs=spec.docs)
+
+    def _remedy(self, i: int, r: Any) -> Remedy:
+        at = ("remedies", i)
+        return Remedy(text=self.tmpl((*at, "text"), r.text),
+                      flags={k: self.tmpl((*at, "flags", k), v) for k, v in r.flags.items()},
+                      env={k: self.tmpl((*at, "env", k), v) for k, v in r.env.items()},
+                      when=self.expr((*at, "when"), r.when) if r.when is not None else None)
+
+    def _explanation(self) -> list[list[tuple[Template, Expr | None]]]:
+        """Sentences, each a list of alternatives (the first whose condition holds is said)."""
+        given = self.spec.explanation
+        if not isinstance(given, list):
+            return [[self._sentence(("explanation",), given)]] if given else []
+        out = []
+        for i, s in enumerate(given):
+            if s:
+                alternatives = [((i, j), alt) for j, alt in enumerate(s)] if isinstance(s, list) else [((i,), s)]
+                out.append([self._sentence(("explanation", *at), alt) for at, alt in alternatives])
+        return out
+
+    def _sentence(self, path: tuple, spec: Any) -> tuple[Template, Expr | None]:
+        if isinstance(spec, str):
+            return self.tmpl(path, spec), None
+        return (self.tmpl((*path, "text"), spec.text),
+                self.expr((*path, "when"), spec.when) if spec.when is not None else None)
 
 
-def _sentence(i: int, spec: Any, tmpl, expr) -> tuple[Template, Expr | None]:
-    if isinstance(spec, SentenceSpec):
-        return (tmpl(f"explanation[{i}].text", spec.text) or compile_template(""),
-                expr(f"explanation[{i}].when", spec.when) if spec.when is not None else None)
-    return tmpl(f"explanation[{i}]", spec) or compile_template(""), None
-
-
-def _pydantic_message(err: dict) -> str:
-    loc = ".".join(str(x) for x in err.get("loc", ()))
-    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+def load_packs(paths: Iterable[Path], causes: set[str] | None = None) -> list[Rule]:
+    """Load, validate and compile packs; raise one RulePackError carrying every problem."""
+    problems: list[Problem] = []
+    rules: list[Rule] = []
+    ids: dict[str, str] = {}
+    for path in paths:
+        pack = _Pack(Path(path), causes, ids)
+        rules.extend(pack.rules())
+        problems.extend(pack.problems)
+    if problems:
+        raise RulePackError(problems)
+    return rules
 
 
 def load_taxonomy(path: Path | None = None) -> dict[str, dict]:
     """Cause ids and titles (rules/taxonomy.yaml, a copy of the shared taxonomy)."""
-    if path is None:
-        candidates = [Path(str(resources.files("triage.rules_builtin") / "taxonomy.yaml"))] if _has_pkg() else []
-        candidates.append(Path(__file__).resolve().parents[2] / "rules" / "taxonomy.yaml")
-        path = next((p for p in candidates if p.exists()), candidates[-1])
     import yaml
 
     from triage.rule_engine.strict_yaml import StrictLoader
 
+    path = path or builtin_dir() / TAXONOMY
     doc = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)  # noqa: S506
     return dict(doc["causes"])
-
-
-def _has_pkg() -> bool:
-    try:
-        resources.files("triage.rules_builtin")
-        return True
-    except ModuleNotFoundError:
-        return False
 
 
 _RULES_CACHE: dict[tuple, list[Rule]] = {}
 
 
 def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
+    """The built-in rules and those of `extra` packs or folders, compiled once per process."""
     key = tuple(extra)
     if key not in _RULES_CACHE:
         _RULES_CACHE[key] = _load_rules_cached([*builtin_pack_paths(), *expand_pack_paths(extra)])
@@ -369,8 +309,7 @@ def _load_rules_cached(paths: list[Path]) -> list[Rule]:
     expression compiling cost more than a whole small log)."""
     from triage import cache
 
-    sources = [*paths, *{p.parent / "taxonomy.yaml" for p in paths[:1]}]
-    key = cache.stamp(sources, "rules")
+    key = cache.stamp([*paths, builtin_dir() / TAXONOMY], "rules", RULES_FORMAT)
     name = f"rules-{key}.pickle" if key else None
     rules = cache.load(name) if name else None
     if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules):

@@ -1,0 +1,47 @@
+"""Rules ready to run: every expression and template compiled.
+
+Plain frozen dataclasses, not pydantic models: the compiled rules are pickled to the on-disk
+cache and unpickled on every run, and unpickling a model would import pydantic (a large part of
+start-up) for objects that are built once by the loader and only read afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triage.rule_engine.expr import Expr
+from triage.rule_engine.template import Template
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """A remedy's templates and its condition (None: always offered)."""
+
+    text: Template
+    flags: dict[str, Template]
+    env: dict[str, Template]
+    when: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule ready to run: every expression and template compiled."""
+
+    id: str
+    cause: str
+    title: str
+    source: str  # `path:line` of the rule in its pack
+    event: str | None
+    failed: bool
+    phases: list[str] | None
+    all: list[Expr]
+    any: list[Expr]
+    rank: Expr
+    confidence: Expr
+    figures: dict[str, Expr]
+    explanation: list[list[tuple[Template, Expr | None]]]  # sentences, each a list of alternatives
+    remedies: list[Remedy]
+    fallback: bool
+    fires_on: list[str]
+    quiet_on: list[str]
+    docs: str
