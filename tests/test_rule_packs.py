@@ -194,3 +194,12 @@ def test_a_warm_cache_loads_the_rules_without_pydantic_or_yaml(tmp_path):
                            check=True).stdout.split() for _ in range(2)]
     assert runs[0][1:] == ["True", "True"]  # cold: the packs were read and validated
     assert runs[1] == [runs[0][0], "False", "False"]  # warm: the same rules from the cache
+
+
+def test_a_rule_pack_error_keeps_its_problems_across_processes(tmp_path):
+    """Batch workers hand errors back pickled: the located problems survive, not a first character."""
+    import pickle
+
+    problems = _located(tmp_path, "schema: 2\nrules: []\n")
+    error = pickle.loads(pickle.dumps(RulePackError(problems)))
+    assert error.problems == problems and str(error) == str(problems[0])

@@ -53,6 +53,10 @@ class RulePackError(TriageError):
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(head + more)
 
+    def __reduce__(self) -> tuple:
+        """Rebuilt from its problems when it crosses a process boundary (batch workers)."""
+        return type(self), (self.problems,)
+
 
 class ExpressionError(TriageError):
     """A rule expression is malformed or asks for something it may not have."""

@@ -124,16 +124,20 @@ class _Pack:
         try:
             text = read_pack_text(self.path)
         except ValueError as exc:  # too large, not a regular file, not UTF-8
-            return self.problem(str(exc))
+            self.problem(str(exc))
+            return None
         except OSError as exc:
-            return self.problem(f"cannot read rule pack: {exc.strerror or exc}")
+            self.problem(f"cannot read rule pack: {exc.strerror or exc}")
+            return None
         try:
             doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            return self.problem(str(getattr(exc, "problem", None) or exc), line=mark.line + 1 if mark else None)
+            self.problem(str(getattr(exc, "problem", None) or exc), line=mark.line + 1 if mark else None)
+            return None
         except (ValueError, TypeError, RecursionError) as exc:  # e.g. an integer of 5000 digits
-            return self.problem(f"cannot read rule pack: {str(exc).splitlines()[0][:200]}")
+            self.problem(f"cannot read rule pack: {str(exc).splitlines()[0][:200]}")
+            return None
         if doc is None:
             self.problem("empty rule pack")
         return doc
