@@ -20,7 +20,7 @@ import pytest
 from triage.model import events as ev
 from triage.apps.cli import main
 from triage.errors import ExpressionError, RulePackError
-from triage.rule_engine.expr import MAX_DEPTH, FactView, compile_expr
+from triage.rule_engine.expr import MAX_EXPR_DEPTH, FactView, compile_expr
 from triage.rule_engine.functions import FUNCTIONS
 from triage.rule_engine.template import compile_template
 from triage.timeline.facts import Fact
@@ -266,10 +266,10 @@ def test_call_syntax_only_on_names():
 
 
 def test_nesting_is_checked_once_at_load_not_at_each_evaluation():
-    deep = "-" * (MAX_DEPTH - 2) + "1"
+    deep = "-" * (MAX_EXPR_DEPTH - 2) + "1"
     assert compile_expr(deep).evaluate({}) in (1, -1)
     with pytest.raises(ExpressionError, match="nests more than"):
-        compile_expr("-" * (MAX_DEPTH + 1) + "1")
+        compile_expr("-" * (MAX_EXPR_DEPTH + 1) + "1")
 
 
 def test_templates_refuse_what_expressions_refuse():

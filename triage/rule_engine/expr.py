@@ -29,7 +29,7 @@ from triage.units import GiB, KiB, MiB
 
 UNITS = {"GiB": GiB, "MiB": MiB, "KiB": KiB, "bytes": 1}
 MAX_EXPR_CHARS = 2000
-MAX_DEPTH = 60
+MAX_EXPR_DEPTH = 60
 MAX_MAGNITUDE = 1e30
 
 
@@ -116,8 +116,8 @@ def _check_tree(tree: Any) -> None:
     stack = [(tree, 0)]
     while stack:  # iterative, and first: a hostile expression must not exhaust Python's own stack
         node, depth = stack.pop()
-        if depth >= MAX_DEPTH:
-            raise ExpressionError(f"expression nests more than {MAX_DEPTH} levels deep")
+        if depth >= MAX_EXPR_DEPTH:
+            raise ExpressionError(f"expression nests more than {MAX_EXPR_DEPTH} levels deep")
         stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
     for tok in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "NUMBER"):
         _number(str(tok))
@@ -137,7 +137,7 @@ class _Evaluator:
         self.budget = trace.budget
 
     def eval(self, node: Any, depth: int) -> Any:
-        if depth > MAX_DEPTH:
+        if depth > MAX_EXPR_DEPTH:
             raise ExpressionError("expression nests too deeply")
         if self.budget is not None:
             self.budget.spend()

@@ -154,9 +154,9 @@ class _Pack:
             self.problem(msg, line=self.line(doc, loc) or 1, field=_field_label(loc) or None)
         if pack is None:
             return []
-        if pack.schema_version != schema.SCHEMA_VERSION:
+        if pack.schema_version != schema.PACK_SCHEMA_VERSION:
             self.problem(f"schema {pack.schema_version} is not supported (this tool reads schema "
-                         f"{schema.SCHEMA_VERSION})", line=self.line(doc, ("schema",)))
+                         f"{schema.PACK_SCHEMA_VERSION})", line=self.line(doc, ("schema",)))
             return []
         if len(pack.rules) > MAX_RULES_PER_PACK:
             self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))

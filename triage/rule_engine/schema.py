@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-SCHEMA_VERSION = 1
+PACK_SCHEMA_VERSION = 1
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-]{1,63}$")
 FLAG_PATTERN = re.compile(r"^--[a-z0-9][a-z0-9\-]*$")
 ENV_PATTERN = re.compile(r"^[A-Z_][A-Z0-9_]*$")

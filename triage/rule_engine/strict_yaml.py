@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-MAX_DEPTH = 40  # a rule nests 5 levels; `[[[[...` 5000 deep would exhaust the composer's recursion
+MAX_YAML_DEPTH = 40  # a rule nests 5 levels; `[[[[...` 5000 deep would exhaust the composer's recursion
 
 
 class LineDict(dict):
@@ -46,8 +46,8 @@ class StrictLoader(yaml.SafeLoader):
             event = self.peek_event()
             raise yaml.MarkedYAMLError("while composing", None, "aliases (*name) are not allowed in rule packs",
                                        event.start_mark)
-        if self._depth >= MAX_DEPTH:
-            raise yaml.MarkedYAMLError("while composing", None, f"nested more than {MAX_DEPTH} levels deep",
+        if self._depth >= MAX_YAML_DEPTH:
+            raise yaml.MarkedYAMLError("while composing", None, f"nested more than {MAX_YAML_DEPTH} levels deep",
                                        self.peek_event().start_mark)
         self._depth += 1
         try:
