@@ -89,6 +89,10 @@ class Event:
     def failed_phase(self) -> str | None:
         return self.failed_in
 
+    def describe(self) -> str | None:
+        """The failure's message when this event ends an attempt with no exception to quote."""
+        return None
+
     def add_facts(self, facts: FactSink) -> None:
         """Figures that are not one field each (a maximum, a constant, a condition); most classes need none."""
 

@@ -63,6 +63,9 @@ class ProcessDied(Event):
     def failed_phase(self) -> str | None:
         return FRAME_PHASES.get(self.method) if self.method else None
 
+    def describe(self) -> str | None:
+        return f"{self.wrapper} {self.name or ''}".strip()
+
 
 @event
 class ErrorLine(Event):
@@ -71,6 +74,9 @@ class ErrorLine(Event):
     kind = "error_line"
     role = Role.UNEXPLAINED
     message: str
+
+    def describe(self) -> str | None:
+        return self.message
 
 
 # --- startup failures that are not about GPU memory -----------------------------------
@@ -245,6 +251,9 @@ class SignalKilled(Event):
     ends_server = death = True
     signal: str = "SIGKILL"
 
+    def describe(self) -> str | None:
+        return self.signal
+
 
 @event
 class ProcessCrash(Event):
@@ -260,3 +269,6 @@ class ProcessCrash(Event):
 
     def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
         return level not in CHATTER_LEVELS  # a warning that something "may lead to Segmentation fault" is not one
+
+    def describe(self) -> str | None:
+        return self.detail or self.signal
