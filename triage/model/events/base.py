@@ -2,7 +2,8 @@
 class of event means to the stages after the parser, declared on the class.
 
 An event is a frozen dataclass with slots: it is built by our transformer from parsed text,
-so it needs no validation, and a plain class keeps the CLI's start-up free of pydantic.
+so it needs no validation, and a plain class keeps pydantic out of importing the events (a
+stage that only reads logs need not load it).
 What a kind of event *means* (is it an error, does it state a cause, which phase does it
 mark, which figures does it give) is a class attribute, so adding a family is one class:
 the timeline and the facts read the class, not tables keyed by kind names.
