@@ -55,7 +55,7 @@ def event(cls: type[EventT]) -> type[EventT]:
 
     Its repr, equality and hash are the base's, generic over `_names`: dataclasses would
     generate (exec) five methods per class, which for sixty classes costs start-up time
-    (twice what pydantic's deferred models took); `__init__` alone is generated."""
+    (twice what pydantic's deferred models took); only `__init__` and the frozen guards are."""
     made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
     made._names = tuple(f.name for f in dataclasses.fields(made))
     return made
