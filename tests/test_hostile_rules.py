@@ -242,7 +242,8 @@ DATA = (type(None), bool, int, float, str, list, tuple, dict, ev.Event)
     "seen.append", "seen.pop", "attempt.keys", "attempt.items", "attempt.get", "event.line.real",
     "event.device.upper", "event.requested.bit_length", "seen.__class__", "event.__class__.__mro__",
     "event.__globals__", "event.__init__.__globals__", "attempt.__class__", "facts.__dict__", "_x",
-    "__builtins__", "__import__", "event.__reduce__",
+    "__builtins__", "__import__", "event.__reduce__", "event.role", "event.facts", "event.states_cause",
+    "event.add_facts", "event.content", "event.describe", "event.__slots__", "event.__dataclass_fields__",
 ])
 def test_attribute_names_reach_data_only(source):
     try:

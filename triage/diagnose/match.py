@@ -112,15 +112,10 @@ def _where(frames: list[ev.Frame]) -> str | None:
 
 
 def _describe(signal: Signal) -> str:
-    for e in signal.events:
-        if isinstance(e, ev.ProcessDied):
-            return f"{e.wrapper} {e.name or ''}".strip()
-        if isinstance(e, ev.SignalKilled):
-            return e.signal
-        if isinstance(e, ev.ProcessCrash):
-            return e.detail or e.signal
-        if isinstance(e, ev.ErrorLine):
-            return e.message
+    """The failure's message when no exception gives one: what its first describable event says."""
+    said = next((d for e in signal.events if (d := e.describe()) is not None), None)
+    if said is not None:
+        return said
     return signal.events[0].kind if signal.events else ""
 
 

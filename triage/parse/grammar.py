@@ -1,5 +1,6 @@
-"""The log grammar (`vllm_log.lark`) and what is read off it: the start rules, their FIRST
-terminals (the anchors), and the anchor regexes built from those so the two cannot drift.
+"""The log grammar (`vllm_log.lark`) and what is read off it: the start rules (its `family`
+and `opening` lists), their FIRST terminals (the anchors), and the anchor regexes built from
+those so the two cannot drift.
 
 The search words (`vocabulary.py`) and the line parser (`parse.py`) both read this module;
 it reads neither."""
@@ -8,28 +9,35 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from importlib.resources import files
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters
 
-# Start rules, one per message family; the Transformer turns each into events.
-START_RULES = (
-    "oom", "cuda_error_oom", "cpu_alloc", "budget", "profile_split", "profile_results",
-    "profile_time", "kv_memory", "kv_pinned", "kv_tokens", "max_concurrency", "blocks", "weights_v0", "kv_needed",
-    "weights_v1", "startup_free", "profiling_error", "kv_error", "no_cache", "graph_start",
-    "graph_done", "sampler_oom", "load_oom", "encoder_budget", "profile_start",
-    "weights_start", "swap", "ready", "banner", "server_version", "logo_version", "arg_dump",
-    "traceback", "frame", "chain", "exception", "wrapper", "address_in_use", "hub_http", "hub_gated",
-    "hub_missing", "architecture", "not_divisible", "not_enough_gpus", "bf16_capability", "cc_below",
-    "quant_capability", "driver", "nccl", "nccl_code", "nccl_watchdog", "shm", "host_memory", "killed",
-    "usage_error", "arch_no_impl", "world_size", "exit_status", "rpc_call", "failed_procs",
-    "arch_unknown_model_type", "divisibility", "dtype_for_quant", "dist_init", "systemd_restart", "systemd_exit",
-    "systemd_oom", "phase_call", "crash", "exit_code", "supervisor",
-    "mps_oom", "device_error", "loader", "package_mismatch", "no_gpu", "hub_offline",
-    "model_missing", "files_corrupt", "disk_full", "not_writable", "config_invalid", "main_guard", "collective",
-)
-# Rules that only make sense at the start of a message (their anchors are generic words).
-AT_START_ONLY = frozenset({"frame", "chain", "exception", "killed", "phase_call"})
+
+def _listed(text: str, name: str) -> tuple[str, ...]:
+    """The alternatives of the list rule `name:` in the grammar's text (`a | b`, continued on
+    lines that open with `|`). Read from the text: the start rules are needed to build lark."""
+    m = re.search(rf"^{name}:((?:[^\n]*)(?:\n[ \t]+\|[^\n]*)*)", text, re.MULTILINE)
+    if m is None:
+        raise RuntimeError(f"vllm_log.lark lists no `{name}:` rule")
+    names = tuple(part.strip() for part in m.group(1).split("|"))
+    bad = [n for n in names if not re.fullmatch(r"[a-z][a-z0-9_]*", n)]
+    if bad:
+        raise RuntimeError(f"vllm_log.lark's `{name}:` must list rule names only, not {bad}")
+    return names
+
+
+def _families() -> tuple[tuple[str, ...], frozenset[str]]:
+    text = files(__package__).joinpath("vllm_log.lark").read_text(encoding="utf-8")
+    opening = _listed(text, "opening")
+    return _listed(text, "family") + opening, frozenset(opening)
+
+
+# Start rules, one per message family (the grammar's `family` and `opening` lists); the
+# Transformer turns each into events. AT_START_ONLY: the `opening` ones, which only make
+# sense at the start of a message (their anchors are generic words).
+START_RULES, AT_START_ONLY = _families()
 # Functions whose call, quoted in a traceback's source line, names the phase (vllm_log.lark's
 # PHASE_CALL lists the same; a test keeps the two equal).
 PHASE_CALLS = ("warmup_kernels", "kernel_warmup", "capture_model", "profile_run", "_dummy_sampler_run",

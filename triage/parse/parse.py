@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import lru_cache
 
 from lark import Token, Tree
@@ -99,8 +100,7 @@ def parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
     """Events, and whether some message ran into the end of the line (a wrap or a cut)."""
     seen = _SEEN.get(line.text)
     if seen is not None:
-        where = {"line": line.no, "origin": line.origin, "pid": line.pid}
-        return [e.model_copy(update=where) for e in seen[0]], seen[1]
+        return [replace(e, line=line.no, origin=line.origin, pid=line.pid) for e in seen[0]], seen[1]
     out = _parse_line_detail(line)
     if len(line.text) <= MAX_SEEN_CHARS:
         if len(_SEEN) >= MAX_SEEN:
@@ -278,10 +278,10 @@ def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
 
 
 EVENT_TYPES: dict[str, type[ev.Event]] = {
-    cls.model_fields["kind"].default: cls
+    cls.kind: cls
     for module in (ev, events_layers)
     for cls in vars(module).values()
-    if isinstance(cls, type) and issubclass(cls, ev.Event) and "kind" in cls.model_fields
+    if isinstance(cls, type) and issubclass(cls, ev.Event) and cls.kind
 }
 
 

@@ -1,7 +1,7 @@
 """A small, safe expression language for rule conditions, figures and message templates.
 
 Expressions are parsed once (lark, LALR) when a rule pack loads and evaluated against a
-context of plain data: events (pydantic models; only their declared fields are
+context of plain data: events (dataclasses, or pydantic models; only their declared fields are
 reachable), facts, figures and literals. There is no `eval`, no attribute access beyond
 data fields, no loops, and every function is from a fixed table. Missing data is `none`
 and propagates: arithmetic on none is none, a comparison with none is false, so a rule
@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -231,15 +231,16 @@ class _Evaluator:
             if value is None:
                 return None
             value = self._field(value, name)
-        if _is_model(value):
+        if _record_fields(value) is not None:
             self.trace.saw(getattr(value, "line", None))
         return value
 
     def _field(self, value: Any, name: str) -> Any:
         if isinstance(value, FactView):
             return value.get(name, self.trace)
-        if _is_model(value):
-            if name not in type(value).model_fields:
+        declared = _record_fields(value)
+        if declared is not None:
+            if name not in declared:
                 raise ExpressionError(f"{type(value).__name__} has no field {name!r}")
             self.trace.saw(getattr(value, "line", None))
             return getattr(value, name)
@@ -248,12 +249,20 @@ class _Evaluator:
         raise ExpressionError(f"cannot read .{name} of a {type(value).__name__}")
 
 
-def _is_model(value: Any) -> bool:
-    """An event or another pydantic model (only its declared fields are readable). Asked of
-    `sys.modules` so that evaluating, and unpickling compiled rules, never imports pydantic:
-    no model can exist before pydantic is imported."""
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(value, pydantic.BaseModel)
+def _record_fields(value: Any) -> Any:
+    """The declared field names of an event (a dataclass) or a pydantic model; None for other values."""
+    pydantic = sys.modules.get("pydantic")  # no model exists before pydantic is imported:
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):  # evaluating never imports it
+        return type(value).model_fields
+    if is_dataclass(value) and not isinstance(value, type):
+        return _dataclass_fields(type(value))
+    return None
+
+
+@lru_cache(maxsize=None)
+def _dataclass_fields(cls: type) -> frozenset[str]:
+    """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
+    return frozenset(f.name for f in fields(cls)) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 
 def _number(text: str) -> int | float:

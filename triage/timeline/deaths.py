@@ -2,7 +2,8 @@
 
 A process death (an exit status, a fatal signal, a kill) is itself a failure; an ERROR line
 that no rule knows is one only when a death follows it. Kept apart from timeline.py, which
-builds the signals: these functions read only the kinds of a signal's events.
+builds the signals: these functions read only what each event's class declares (`death`,
+`role`).
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
-DEATH_KINDS = frozenset({"process_died", "killed", "process_crash"})
+from triage.model.events.base import Role
 
 
-class _Kinded(Protocol):
-    kind: str
+class _Declared(Protocol):
+    death: bool
+    role: Role
 
 
 class _SignalLike(Protocol):
     @property
-    def events(self) -> Sequence[_Kinded]: ...
+    def events(self) -> Sequence[_Declared]: ...
 
 
 S = TypeVar("S", bound=_SignalLike)
@@ -27,7 +29,7 @@ S = TypeVar("S", bound=_SignalLike)
 
 def death_only(signal: _SignalLike) -> bool:
     """A signal that says only that a process ended (an exit status, a kill, a crash)."""
-    return all(e.kind in DEATH_KINDS for e in signal.events)
+    return all(e.death for e in signal.events)
 
 
 def ended(signals: Iterable[S]) -> list[S]:
@@ -37,7 +39,7 @@ def ended(signals: Iterable[S]) -> list[S]:
     out: list[S] = []
     pending: S | None = None
     for s in signals:
-        if all(e.kind == "error_line" for e in s.events):
+        if all(e.role is Role.UNEXPLAINED for e in s.events):
             pending = s
             continue
         dead = death_only(s)

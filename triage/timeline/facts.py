@@ -1,7 +1,8 @@
 """The figures of one attempt, merged across lines and processes, each with its source line.
 
 Rules reason over these names, never over raw events: `gpu_total_bytes`,
-`weights_bytes`, `kv_cache_bytes`, `max_model_len`, ... A figure printed by the process
+`weights_bytes`, `kv_cache_bytes`, `max_model_len`, ... Which event gives which figure is
+declared on its class (`Event.facts`, `Event.add_facts`). A figure printed by the process
 that failed wins over the same figure printed by another; otherwise the first one seen.
 The attribution of OOM memory to other processes lives here too, because it needs the
 failing process's own figures to tell "another process" from "this process, seen by NVML
@@ -44,6 +45,10 @@ class Facts(dict):
         if old is None or (origin == self.failing_origin and old.origin != origin):
             self[name] = Fact(value, at, origin)
 
+    def set(self, name: str, value: Any, event: ev.Event) -> None:
+        """Replace whatever is known (a count that only grows, the tightest of several GPUs)."""
+        self[name] = Fact(value, event.line, event.origin)
+
     def value(self, name: str) -> Any:
         fact = self.get(name)
         return fact.value if fact else None
@@ -52,7 +57,7 @@ class Facts(dict):
 def merge(attempt: Attempt, fatal: Signal | None) -> Facts:
     facts = Facts(fatal.origin if fatal else None)
     for event in attempt.events:
-        _absorb(facts, event)
+        absorb(facts, event)
     oom = find_oom(attempt, fatal)
     if oom is not None:
         _absorb_oom(facts, oom, fatal)
@@ -71,92 +76,21 @@ def find_oom(attempt: Attempt, fatal: Signal | None) -> ev.TorchOom | None:
                 if tb.exception is not None:
                     for s in attempt.signals:
                         if s.line == tb.exception.line:
-                            hit = s.first("torch_oom")
+                            hit = s.first(ev.TorchOom)
                             if hit is not None:
-                                return hit  # type: ignore[return-value]
+                                return hit
     for s in attempt.signals:
-        hit = s.first("torch_oom")
+        hit = s.first(ev.TorchOom)
         if hit is not None and not s.after_ready:
-            return hit  # type: ignore[return-value]
+            return hit
     return None
 
 
-def _absorb(facts: Facts, e: ev.Event) -> None:
-    put = facts.put
-    if isinstance(e, ev.EngineConfig):
-        put("vllm_version", e.version, e)
-        if e.engine:
-            put("engine", e.engine, e)
-        for key, value in e.settings.items():
-            put(key, value, e)
-    elif isinstance(e, ev.MemoryBudget):
-        put("gpu_total_bytes", e.total, e)
-        put("gpu_memory_utilization", e.utilization, e)
-        put("budget_bytes", e.budget, e)
-    elif isinstance(e, ev.MemoryProfile):
-        put("weights_bytes", e.weights, e)
-        put("non_torch_bytes", e.non_torch, e)
-        put("activation_peak_bytes", e.activation_peak, e)
-        put("kv_cache_bytes", e.kv_cache, e)
-        put("non_kv_bytes", e.non_kv_total, e)
-    elif isinstance(e, ev.KvCacheMemory):
-        put("kv_cache_bytes", e.bytes, e)
-    elif isinstance(e, ev.KvCachePinned):
-        put("kv_cache_memory_bytes", e.bytes, e)
-        put("kv_cache_bytes", e.bytes, e)
-        put("initial_free_bytes", e.free, e)
-    elif isinstance(e, ev.KvCacheTokens):
-        put("kv_cache_tokens", e.tokens, e)
-    elif isinstance(e, ev.MaxConcurrency):
-        put("max_model_len", e.tokens_per_request, e)
-        put("max_concurrency", e.factor, e)
-    elif isinstance(e, ev.CacheBlocks):
-        put("gpu_blocks", e.gpu_blocks, e)
-    elif isinstance(e, ev.WeightsLoaded):
-        put("weights_bytes", e.bytes, e)
-    elif isinstance(e, ev.StartupFreeMemory):
-        _absorb_startup_free(facts, e)
-    elif isinstance(e, ev.KvTooSmall):
-        put("max_model_len", e.max_seq_len, e)
-        put("kv_cache_tokens", e.kv_tokens, e)
-    elif isinstance(e, ev.KvNeeded):
-        put("max_model_len", e.max_seq_len, e)  # the failing request's length is the configured one
-        put("kv_cache_bytes", e.available, e)
-        put("kv_needed_bytes", e.needed, e)
-        put("kv_estimated_max_len", e.estimated_max_len, e)  # vLLM's own, on exact figures
-    elif isinstance(e, ev.GraphCaptureDone):
-        put("cuda_graph_bytes", e.bytes, e)
-        facts["graph_capture"] = Fact("done", e.line, e.origin)
-    elif isinstance(e, ev.PhaseMark) and e.phase == "cuda_graph_capture":
-        if "graph_capture" not in facts:
-            facts["graph_capture"] = Fact("started", e.line, e.origin)
-    elif isinstance(e, ev.EncoderCacheBudget):
-        put("multimodal", True, e)
-        put("encoder_cache_tokens", e.tokens, e)
-    elif isinstance(e, ev.SwapSpace):
-        put("swap_bytes", e.swap, e)
-        put("cpu_total_bytes", e.cpu_total, e)
-    elif isinstance(e, ev.HubAuthError) and (e.gated or e.token_rejected):
-        # the Hub said why it refused (a gated repo, a bad token): a 401 "Repository Not Found" is then auth, not a typo
-        put("hub_refused_auth", True, e)
-    elif isinstance(e, ev.RestartCount):
-        facts["restart_count"] = Fact(max(e.count, facts.value("restart_count") or 0), e.line, e.origin)
-    elif isinstance(e, ev.GpuInfo):
-        put("gpu_name", e.name, e)
-        put("gpu_total_bytes", e.total, e)
-        put("gpu_used_bytes", e.used, e)
-    elif isinstance(e, ev.SystemInfo):
-        for key in ("driver_version", "cuda_version", "torch_version", "torch_cuda_version"):
-            put(key, getattr(e, key), e)
-
-
-def _absorb_startup_free(facts: Facts, e: ev.StartupFreeMemory) -> None:
-    facts.put("gpu_total_bytes", e.total, e)
-    facts.put("gpu_memory_utilization", e.utilization, e)
-    facts.put("budget_bytes", e.requested, e)
-    old = facts.get("startup_free_bytes")
-    if old is None or e.free < old.value:  # with several GPUs the tightest one decides
-        facts["startup_free_bytes"] = Fact(e.free, e.line, e.origin)
+def absorb(facts: Facts, event: ev.Event) -> None:
+    """The figures one event gives: the fields its class names (`Event.facts`), then its hook."""
+    for name, field in event.facts.items():
+        facts.put(name, getattr(event, field), event)
+    event.add_facts(facts)
 
 
 def _absorb_oom(facts: Facts, oom: ev.TorchOom, fatal: Signal | None) -> None:
@@ -273,7 +207,7 @@ def _derive_weights_estimate(facts: Facts) -> None:
 
 
 def _saw_oom(attempt: Attempt) -> bool:
-    return any(s.first("torch_oom") is not None for s in attempt.signals)
+    return any(s.first(ev.TorchOom) is not None for s in attempt.signals)
 
 
 def gib_value(n: int | None) -> float | None:

@@ -17,8 +17,7 @@ from triage.model import events as ev
 from triage.timeline.deaths import death_only, ended
 from triage.ingest.lines import Line
 from triage.timeline.signals import (
-    DEATH_WINDOW, Chain, Signal, Traceback, fatal_after_ready, fatal_anywhere, implied_phase, is_error_event,
-    phase_of_event, still_relevant,
+    DEATH_WINDOW, Chain, Signal, Traceback, fatal_after_ready, fatal_anywhere, is_error_event, still_relevant,
 )
 
 MAX_EVENTS_PER_ATTEMPT = 20000  # events kept from the start of an attempt, before readiness
@@ -256,7 +255,7 @@ class Timeline:
             del self._open[next(iter(self._open))]
 
     def _track_phase(self, event: ev.Event, attempt: Attempt) -> None:
-        phase = phase_of_event(event)
+        phase = event.reached_phase()
         if phase and (event.origin in attempt.origin_phase or len(attempt.origin_phase) < MAX_ORIGINS):
             attempt.origin_phase[event.origin] = phase
 
@@ -267,7 +266,7 @@ class Timeline:
             or ("starting" if attempt.config_sources else None),
             after_ready=attempt.ready is not None, repeats=max(line.repeat, 1),
         )
-        own = next((p for e in events if (p := implied_phase(e))), None)
+        own = next((p for e in events if (p := e.failed_phase())), None)
         if own:  # an error that names its phase also names it for the error just before it
             for previous in reversed(attempt.signals[-4:]):
                 if previous.origin == signal.origin and line.no - previous.line <= NEARBY_LINES:

@@ -1,17 +1,19 @@
 """The vocabulary: typed facts that a log line can state.
 
-Every event is a frozen pydantic model with a `kind` discriminator, the line number it
-came from and the origin (process/rank) that printed it. Every quantity of memory is an
-int in bytes; vLLM's "GB" labels are GiB values and are converted as such.
+Every event is a frozen dataclass (`base.event`) with a `kind` (the name rules use), the
+line number it came from and the origin (process/rank) that printed it. Every quantity of
+memory is an int in bytes; vLLM's "GB" labels are GiB values and are converted as such.
+What a kind means to the timeline and the facts (its role, the phase it marks or names,
+the figures it gives) is declared on its class (`base.Event`).
 
-The classes live by family (`events_memory`, `events_progress`, `events_failures`,
-`events_evidence`); this module gathers them so every stage names an event `ev.<Class>`.
-The layers under vLLM (`events_layers`) are read by their kind and not gathered here.
+The classes live by family (`memory`, `progress`, `failures`, `evidence`); this module
+gathers them so every stage names an event `ev.<Class>`. The layers under vLLM (`layers`)
+are read by their kind and not gathered here.
 """
 
 from __future__ import annotations
 
-from triage.model.events.base import Event  # noqa: F401
+from triage.model.events.base import Event, Role  # noqa: F401
 from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     OomProcess, TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory,
     KvCachePinned, KvCacheTokens, MaxConcurrency, CacheBlocks, WeightsLoaded, StartupFreeMemory,

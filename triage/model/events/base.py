@@ -1,20 +1,131 @@
-"""The base of every event: the fields each shares (line, origin, pid, cut short).
+"""The base of every event: the fields each shares (line, origin, pid, cut short), and what a
+class of event means to the stages after the parser, declared on the class.
 
-The event classes live by family in `events_*.py`; `events.py` gathers them."""
+An event is a frozen dataclass with slots: it is built by our transformer from parsed text,
+so it needs no validation, and a plain class keeps pydantic out of importing the events (a
+stage that only reads logs need not load it).
+What a kind of event *means* (is it an error, does it state a cause, which phase does it
+mark, which figures does it give) is a class attribute, so adding a family is one class:
+the timeline and the facts read the class, not tables keyed by kind names.
+
+The classes live by family (`memory.py`, `progress.py`, `failures.py`, `evidence.py`,
+`layers.py`); `__init__.py` gathers them.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import dataclasses
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any, ClassVar, Protocol, TypeVar
+
+# Levels at which a line only mentions a crash (a warning that something may segfault).
+CHATTER_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
+SERIOUS_LEVELS = frozenset({"ERROR", "CRITICAL"})
+# The fields every event has: where it was said, not what.
+WHERE = frozenset({"line", "origin", "pid", "truncated"})
+EventT = TypeVar("EventT", bound="Event")
 
 
-class Event(BaseModel):
-    """Fields every event shares."""
+class Role(Enum):
+    """What an event of a class is to the timeline."""
 
-    # defer_build: a model's validator is built when the first event of its kind is made, not
-    # at import; a log states a dozen of the kinds, and start-up time counts for a CLI.
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    CONTEXT = "context"  # progress, figures, evidence: an error only where `states_cause` says so
+    CAUSE = "cause"  # an error that states why a startup failed (a root error)
+    WRAPPER = "wrapper"  # says that another process or call failed, not why
+    RAISED = "raised"  # an exception: a cause, unless a wrapper on the same line reports it
+    UNEXPLAINED = "unexplained"  # a logged ERROR line no other event explains (a last resort)
+
+
+class FactSink(Protocol):
+    """Where an event's figures go (`timeline.facts.Facts`); named here so events need not
+    import the timeline."""
+
+    def put(self, name: str, value: Any, event: Event | None, line: int | None = None) -> None: ...
+
+    def set(self, name: str, value: Any, event: Event) -> None: ...
+
+    def value(self, name: str) -> Any: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
+
+def event(cls: type[EventT]) -> type[EventT]:
+    """Make an event class: a frozen dataclass with slots and keyword-only fields.
+
+    Its repr, equality and hash are the base's, generic over `_names`: dataclasses would
+    generate (exec) five methods per class, which for sixty classes costs start-up time
+    (twice what pydantic's deferred models took); only `__init__` and the frozen guards are."""
+    made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
+    made._names = tuple(f.name for f in dataclasses.fields(made))
+    return made
+
+
+@event
+class Event:
+    """Fields every event shares, and the class attributes that say what its kind means."""
+
+    kind: ClassVar[str] = ""  # the name rules use (`when: {event: torch_oom}`)
+    role: ClassVar[Role] = Role.CONTEXT
+    ends_server: ClassVar[bool] = False  # ends a server that was already serving (most errors then are per request)
+    death: ClassVar[bool] = False  # says that a process ended (an exit status, a kill, a crash)
+    reached: ClassVar[str | None] = None  # the phase a process is in once it prints this
+    failed_in: ClassVar[str | None] = None  # the phase an error of this kind names, whatever the frames say
+    # fact name -> field: the figures this event gives (`timeline.facts`); `add_facts` does the rest
+    facts: ClassVar[Mapping[str, str]] = {}
+    _names: ClassVar[tuple[str, ...]] = ()  # the data fields, in order (set by `event`)
+
     line: int = 0
     origin: str = ""
     pid: int | None = None
     truncated: bool = False  # the line was cut short; what is here was read before the cut
+
+    def states_cause(self) -> bool:
+        """A root error: it says why the startup failed (a wrapper only says that something did)."""
+        return self.role is Role.CAUSE or self.implies_failure()
+
+    def implies_failure(self) -> bool:
+        """Figures that mean vLLM is about to raise (no KV cache left): the log may stop before it does."""
+        return False
+
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        """Whether this event, on a line at `level`, makes the line an error signal."""
+        return self.role is not Role.CONTEXT or self.states_cause()
+
+    def ends_anywhere(self) -> bool:
+        """A kill that ends the run wherever it is reported (an orchestrator's note pasted above the log)."""
+        return False
+
+    def reached_phase(self) -> str | None:
+        return self.reached
+
+    def failed_phase(self) -> str | None:
+        return self.failed_in
+
+    def describe(self) -> str | None:
+        """The failure's message when this event ends an attempt with no exception to quote."""
+        return None
+
+    def add_facts(self, facts: FactSink) -> None:
+        """Figures that are not one field each (a maximum, a constant, a condition); most classes need none."""
+
+    def content(self) -> tuple[Any, ...]:
+        """What the event says, without where: two lines saying the same thing compare equal."""
+        return tuple(getattr(self, name) for name in self._names if name not in WHERE)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self._names)
+
+    def __hash__(self) -> int:
+        return hash((self.__class__, *(getattr(self, name) for name in self._names)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self._names)})"
+
+
+def event_fields(cls: type[Event]) -> tuple[str, ...]:
+    """The data fields of an event class (what a rule may read)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
 
-from triage.model.events.base import Event
+from triage.model.events.base import Event, event
 
 
 # --- evidence bundles: nvidia-smi, fuser, collect_env ------------------------------------
 
 
+@event
 class GpuInfo(Event):
     """A GPU as nvidia-smi or collect_env lists it."""
 
-    kind: Literal["gpu_info"] = "gpu_info"
+    kind = "gpu_info"
+    facts = {"gpu_name": "name", "gpu_total_bytes": "total", "gpu_used_bytes": "used"}
     index: int | None = None
     name: str | None = None
     total: int | None = None
@@ -21,10 +22,11 @@ class GpuInfo(Event):
     free: int | None = None
 
 
+@event
 class GpuProcess(Event):
     """A process holding a GPU (nvidia-smi's process table, its CSV, or fuser -v /dev/nvidia*)."""
 
-    kind: Literal["gpu_process"] = "gpu_process"
+    kind = "gpu_process"
     pid: int
     name: str | None = None
     bytes: int | None = None
@@ -32,10 +34,12 @@ class GpuProcess(Event):
     user: str | None = None
 
 
+@event
 class SystemInfo(Event):
     """Driver, CUDA and torch versions (nvidia-smi header, collect_env)."""
 
-    kind: Literal["system_info"] = "system_info"
+    kind = "system_info"
+    facts = {name: name for name in ("driver_version", "cuda_version", "torch_version", "torch_cuda_version")}
     driver_version: str | None = None
     cuda_version: str | None = None
     torch_version: str | None = None

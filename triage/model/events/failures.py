@@ -3,190 +3,272 @@ died, logged errors, and the startup failures that are not about GPU memory."""
 
 from __future__ import annotations
 
-from typing import Literal
 
-from triage.model.events.base import Event
+from triage.model.events.base import CHATTER_LEVELS, SERIOUS_LEVELS, Event, FactSink, Role, event
+from triage.model.phases import FRAME_PHASES
 
 
 # --- failures -------------------------------------------------------------------------
 
 
+@event
 class TracebackStart(Event):
-    kind: Literal["traceback_start"] = "traceback_start"
+    kind = "traceback_start"
 
 
+@event
 class Frame(Event):
     """`File "path", line N, in func`."""
 
-    kind: Literal["frame"] = "frame"
+    kind = "frame"
     file: str
     lineno: int | None = None
     func: str = ""
 
 
+@event
 class ChainNote(Event):
     """`The above exception was the direct cause ...` / `During handling ...`."""
 
-    kind: Literal["chain"] = "chain"
+    kind = "chain"
     cause: bool = True
 
 
+@event
 class ExceptionRaised(Event):
     """The last line of a traceback, or an error logged without one: `Type: message`."""
 
-    kind: Literal["exception"] = "exception"
+    kind = "exception"
+    role = Role.RAISED
     type: str
     message: str = ""
 
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        """Raised in a traceback, logged at ERROR, or printed bare; a WARNING that quotes one is not."""
+        return in_traceback or level in SERIOUS_LEVELS or not headed
 
+
+@event
 class ProcessDied(Event):
     """A wrapper saying another process died or failed: `Worker proc X died unexpectedly`..."""
 
-    kind: Literal["process_died"] = "process_died"
+    kind = "process_died"
+    role = Role.WRAPPER
+    ends_server = death = True
     name: str | None = None
     exit_code: int | None = None
     wrapper: str = ""
     method: str | None = None  # the worker method that raised, when the wrapper names it
 
+    def failed_phase(self) -> str | None:
+        return FRAME_PHASES.get(self.method) if self.method else None
 
+    def describe(self) -> str | None:
+        return f"{self.wrapper} {self.name or ''}".strip()
+
+
+@event
 class ErrorLine(Event):
     """A logged ERROR/CRITICAL line that no other event explains (kept as a last resort)."""
 
-    kind: Literal["error_line"] = "error_line"
+    kind = "error_line"
+    role = Role.UNEXPLAINED
     message: str
+
+    def describe(self) -> str | None:
+        return self.message
 
 
 # --- startup failures that are not about GPU memory -----------------------------------
 
 
+@event
 class AddressInUse(Event):
     """`[Errno 98] ... address already in use` (uvicorn's bind, or vLLM's pre-bound socket)."""
 
-    kind: Literal["address_in_use"] = "address_in_use"
+    kind = "address_in_use"
+    role = Role.CAUSE
+    ends_server = True
     host: str | None = None
     port: int | None = None
 
 
+@event
 class HubAuthError(Event):
     """Hugging Face Hub refused the download: 401/403, a gated or restricted repo."""
 
-    kind: Literal["hub_auth_error"] = "hub_auth_error"
+    kind = "hub_auth_error"
+    role = Role.CAUSE
     status: int | None = None
     repo: str | None = None
     gated: bool = False
     token_rejected: bool = False  # "Invalid credentials in Authorization header": a bad or expired token
 
+    def add_facts(self, facts: FactSink) -> None:
+        if self.gated or self.token_rejected:
+            # the Hub said why it refused (a gated repo, a bad token): a 401 "Repository Not Found" is then auth, not a typo
+            facts.put("hub_refused_auth", True, self)
 
+
+@event
 class RepoNotFound(Event):
     """`Repository Not Found for url` / 404: a typo, or a private repo seen without a token."""
 
-    kind: Literal["repo_not_found"] = "repo_not_found"
+    kind = "repo_not_found"
+    role = Role.CAUSE
     repo: str | None = None
     local: bool = False  # the id is a path (/, ., ~): a folder that is not there, not a Hub typo
 
 
+@event
 class ArchitectureUnsupported(Event):
     """`Model architectures ['X'] are not supported for now` (or failed to be inspected)."""
 
-    kind: Literal["architecture_unsupported"] = "architecture_unsupported"
+    kind = "architecture_unsupported"
+    role = Role.CAUSE
     architectures: tuple[str, ...] = ()
     listed: bool = False  # the architecture is in the supported list the same message printed
     inspect_failed: bool = False
 
 
+@event
 class NotDivisible(Event):
     """`Total number of attention heads (N) must be divisible by tensor parallel size (M).`"""
 
-    kind: Literal["not_divisible"] = "not_divisible"
+    kind = "not_divisible"
+    role = Role.CAUSE
     what: str
     total: int
     size: int
     parallel: str = "tensor"
 
 
+@event
 class NotEnoughGpus(Event):
     """More workers than GPUs: placement-group shortfalls, invalid device ordinals, world size."""
 
-    kind: Literal["not_enough_gpus"] = "not_enough_gpus"
+    kind = "not_enough_gpus"
+    role = Role.CAUSE
     required: int | None = None
     available: int | None = None
     detail: str = ""
 
 
+@event
 class CapabilityTooLow(Event):
     """A dtype or quantization needs a newer GPU (compute capability)."""
 
-    kind: Literal["capability_too_low"] = "capability_too_low"
+    kind = "capability_too_low"
+    role = Role.CAUSE
     feature: str
     gpu: str | None = None
     capability: str | None = None
     required: str | None = None
 
 
+@event
 class DriverProblem(Event):
     """Driver / CUDA runtime / kernel build mismatch."""
 
-    kind: Literal["driver_problem"] = "driver_problem"
+    kind = "driver_problem"
+    role = Role.CAUSE
     problem: str
     found: str | None = None
 
 
+@event
 class NcclError(Event):
     """NCCL failed: unhandled system/cuda error, internal error, a watchdog timeout."""
 
-    kind: Literal["nccl_error"] = "nccl_error"
+    kind = "nccl_error"
+    role = Role.CAUSE
     problem: str
     timeout_ms: int | None = None
     op: str | None = None
     seq: int | None = None
 
 
+@event
 class SharedMemoryProblem(Event):
     """/dev/shm too small: NCCL segment errors, no space left, a bus error."""
 
-    kind: Literal["shm_problem"] = "shm_problem"
+    kind = "shm_problem"
+    role = Role.CAUSE
     problem: str
     path: str | None = None
     size: int | None = None
 
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        return self.problem != "small /dev/shm"  # vLLM's warning that /dev/shm is small predicts, it does not fail
 
+
+@event
 class HostMemoryProblem(Event):
     """Host RAM ran out: Ray's memory monitor, the OOM killer, a container limit."""
 
-    kind: Literal["host_memory_problem"] = "host_memory_problem"
+    kind = "host_memory_problem"
+    role = Role.CAUSE
+    ends_server = True
     problem: str
     used: int | None = None
     total: int | None = None
     threshold: float | None = None
     generic: bool = False  # Ray's list of *possible* causes for a dead worker, not a finding
 
+    def states_cause(self) -> bool:
+        return not self.generic  # Ray's "a worker died" list is a wrapper-like error; the others are roots
 
+    def ends_anywhere(self) -> bool:
+        return not self.generic
+
+
+@event
 class UsageError(Event):
     """The command line was refused (`error: unrecognized arguments`, bad values)."""
 
-    kind: Literal["usage_error"] = "usage_error"
+    kind = "usage_error"
+    role = Role.CAUSE
     message: str = ""
 
 
+@event
 class RestartCount(Event):
     """A supervisor restarting the server again (systemd's restart counter)."""
 
-    kind: Literal["restart_count"] = "restart_count"
+    kind = "restart_count"
     count: int
 
+    def add_facts(self, facts: FactSink) -> None:
+        facts.set("restart_count", max(self.count, facts.value("restart_count") or 0), self)
 
+
+@event
 class SignalKilled(Event):
     """A bare `Killed` from a shell, or a fatal signal named by Python/Ray."""
 
-    kind: Literal["killed"] = "killed"
+    kind = "killed"
+    role = Role.CAUSE
+    ends_server = death = True
     signal: str = "SIGKILL"
 
+    def describe(self) -> str | None:
+        return self.signal
 
+
+@event
 class ProcessCrash(Event):
     """A process ended by a fatal signal or a native abort with no Python error to say why
     (`Segmentation fault (core dumped)`, `Fatal Python error: Aborted`, an uncaught native exception, the
     HSA runtime's `Memory access fault by GPU`): the attempt failed even if no rule knows why."""
 
-    kind: Literal["process_crash"] = "process_crash"
+    kind = "process_crash"
+    role = Role.CAUSE
+    ends_server = death = True
     signal: str  # SIGSEGV, SIGABRT, SIGILL, SIGFPE
     detail: str = ""
+
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        return level not in CHATTER_LEVELS  # a warning that something "may lead to Segmentation fault" is not one
+
+    def describe(self) -> str | None:
+        return self.detail or self.signal

@@ -9,11 +9,11 @@ report). Texts and versions: ../shared/errors.md.
 
 from __future__ import annotations
 
-from typing import Literal
 
-from triage.model.events.base import Event
+from triage.model.events.base import Event, Role, event
 
 
+@event
 class DeviceError(Event):
     """An accelerator runtime error, keyed by the error (`illegal_address`, `no_kernel_image`...).
 
@@ -21,93 +21,115 @@ class DeviceError(Event):
     `build_mismatch` (kernels or driver built for something else), `not_visible` (no usable
     device), `peer_access` (P2P between GPUs), `other`."""
 
-    kind: Literal["device_error"] = "device_error"
+    kind = "device_error"
+    role = Role.CAUSE
     platform: str = "CUDA"
     error: str
     family: str
     text: str = ""
 
 
+@event
 class LoaderError(Event):
     """The dynamic loader refused a compiled library: an undefined symbol, a missing `.so`,
     a C library too old. `library` is the file named; `driver` marks libcuda / libnvidia-ml
     (the GPU driver's own libraries, missing when a container has no GPU runtime)."""
 
-    kind: Literal["loader_error"] = "loader_error"
+    kind = "loader_error"
+    role = Role.CAUSE
     problem: str
     library: str | None = None
     symbol: str | None = None
     driver: bool = False
 
 
+@event
 class PackageMismatch(Event):
     """Installed packages that do not fit together, said in words rather than by the loader:
     a CPU-only torch, vLLM's stale `_C`, a tokenizer file from a newer `tokenizers`."""
 
-    kind: Literal["package_mismatch"] = "package_mismatch"
+    kind = "package_mismatch"
+    role = Role.CAUSE
     problem: str
     package: str | None = None
 
 
+@event
 class GpuNotVisible(Event):
     """No usable accelerator is visible to the process (vLLM's `Failed to infer device type`,
     torch's `No CUDA GPUs are available`, no driver in the container)."""
 
-    kind: Literal["gpu_not_visible"] = "gpu_not_visible"
+    kind = "gpu_not_visible"
+    role = Role.CAUSE
     problem: str
 
 
+@event
 class HubUnreachable(Event):
     """The model hub could not be reached and the files are not in the local cache."""
 
-    kind: Literal["hub_unreachable"] = "hub_unreachable"
+    kind = "hub_unreachable"
+    role = Role.CAUSE
     problem: str
     endpoint: str | None = None
     offline: bool = False  # HF_HUB_OFFLINE / local_files_only: the cache lacks the files
 
 
+@event
 class ModelFilesCorrupt(Event):
     """Model files present but unreadable: a truncated safetensors, a Git LFS pointer, a bad pickle."""
 
-    kind: Literal["model_files_corrupt"] = "model_files_corrupt"
+    kind = "model_files_corrupt"
+    role = Role.CAUSE
     problem: str
     lfs_pointer: bool = False
 
 
+@event
 class DiskFull(Event):
     """A disk (not /dev/shm) is full or over quota: `[Errno 28]` on a cache path, `(os error 28)`,
     the hub's low-disk warning (a prediction: `warning` is true)."""
 
-    kind: Literal["disk_full"] = "disk_full"
+    kind = "disk_full"
+    role = Role.CAUSE
     problem: str
     path: str | None = None
     warning: bool = False
     needed: int | None = None  # bytes the hub wanted to download
     free: int | None = None  # bytes it found free
 
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        return not self.warning  # the hub's low-disk warning predicts a failure; it is not one
 
+
+@event
 class NotWritable(Event):
     """A directory could not be written: `[Errno 13] Permission denied` / `[Errno 30] Read-only
     file system`, or transformers' cache-folder messages. `cache` marks a cache path."""
 
-    kind: Literal["not_writable"] = "not_writable"
+    kind = "not_writable"
+    role = Role.CAUSE
     problem: str
     path: str | None = None
     cache: bool = False
 
 
+@event
 class ConfigInvalid(Event):
     """vLLM's config classes refused a value (pydantic field errors, a bad revision)."""
 
-    kind: Literal["config_invalid"] = "config_invalid"
+    kind = "config_invalid"
+    role = Role.CAUSE
     problem: str
     value: str | None = None
 
 
+@event
 class MainGuardMissing(Event):
     """Python's multiprocessing refused to spawn from a script with no `__main__` guard."""
 
-    kind: Literal["main_guard_missing"] = "main_guard_missing"
+    kind = "main_guard_missing"
+    role = Role.CAUSE
     problem: str = "a new process was started before the script finished its bootstrapping phase"
 
 

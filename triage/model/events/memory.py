@@ -3,26 +3,30 @@ KV cache, blocks, weights) and its KV capacity errors. Quantities are ints in by
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from triage.model.events.base import Event, FactSink, Role, event
 
-from triage.model.events.base import Event
+KV_ALLOCATION = "kv_cache_allocation"
 
 
 # --- PyTorch and device memory -------------------------------------------------------
 
 
-class OomProcess(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OomProcess:
+    """One `Process P has X memory in use` clause of an OOM message."""
+
     pid: int
     bytes: int
 
 
+@event
 class TorchOom(Event):
     """PyTorch's caching-allocator OOM (CUDA or HIP), old or new format."""
 
-    kind: Literal["torch_oom"] = "torch_oom"
+    kind = "torch_oom"
+    role = Role.CAUSE
     device: str = "CUDA"
     requested: int | None = None
     gpu_index: int | None = None
@@ -38,36 +42,48 @@ class TorchOom(Event):
     wrapped: str | None = None  # "original error" when vLLM's load-OOM wrapper carries it
 
 
+@event
 class CudaErrorOom(Event):
     """`CUDA error: out of memory` from a kernel launch or graph capture: no figures."""
 
-    kind: Literal["cuda_error_oom"] = "cuda_error_oom"
+    kind = "cuda_error_oom"
+    role = Role.CAUSE
     device: str = "CUDA"
 
 
+@event
 class CpuAllocFailed(Event):
     """PyTorch's CPU allocator could not get host RAM."""
 
-    kind: Literal["cpu_alloc_failed"] = "cpu_alloc_failed"
+    kind = "cpu_alloc_failed"
+    role = Role.CAUSE
+    ends_server = True
     requested: int | None = None
 
 
 # --- vLLM memory accounting -----------------------------------------------------------
 
 
+@event
 class MemoryBudget(Event):
     """`total_gpu_memory (X) x gpu_memory_utilization (U) = Y` (V0) or its 0.6.4 one-liner."""
 
-    kind: Literal["memory_budget"] = "memory_budget"
+    kind = "memory_budget"
+    reached = KV_ALLOCATION
+    facts = {"gpu_total_bytes": "total", "gpu_memory_utilization": "utilization", "budget_bytes": "budget"}
     total: int
     utilization: float
     budget: int | None = None
 
 
+@event
 class MemoryProfile(Event):
     """The split of the budget after profiling: weights, non-torch, activation peak, KV rest."""
 
-    kind: Literal["memory_profile"] = "memory_profile"
+    kind = "memory_profile"
+    reached = failed_in = KV_ALLOCATION
+    facts = {"weights_bytes": "weights", "non_torch_bytes": "non_torch", "activation_peak_bytes": "activation_peak",
+             "kv_cache_bytes": "kv_cache", "non_kv_bytes": "non_kv_total"}
     weights: int | None = None
     non_torch: int | None = None
     activation_peak: int | None = None
@@ -75,58 +91,89 @@ class MemoryProfile(Event):
     non_kv_total: int | None = None
     seconds: float | None = None
 
+    def implies_failure(self) -> bool:
+        return self.kv_cache is not None and self.kv_cache < 0
 
+
+@event
 class KvCacheMemory(Event):
     """`Available KV cache memory: X GiB` (V1); negative when the budget is overdrawn."""
 
-    kind: Literal["kv_cache_memory"] = "kv_cache_memory"
+    kind = "kv_cache_memory"
+    reached = failed_in = KV_ALLOCATION
+    facts = {"kv_cache_bytes": "bytes"}
     bytes: int
 
+    def implies_failure(self) -> bool:
+        return self.bytes <= 0
 
+
+@event
 class KvCachePinned(Event):
     """`Initial free memory F, reserved X memory for KV Cache as specified by kv_cache_memory_bytes config`."""
 
-    kind: Literal["kv_cache_pinned"] = "kv_cache_pinned"
+    kind = "kv_cache_pinned"
+    facts = {"kv_cache_memory_bytes": "bytes", "kv_cache_bytes": "bytes", "initial_free_bytes": "free"}
     free: int
     bytes: int
 
 
+@event
 class KvCacheTokens(Event):
     """`GPU KV cache size: N tokens` (V1)."""
 
-    kind: Literal["kv_cache_tokens"] = "kv_cache_tokens"
+    kind = "kv_cache_tokens"
+    reached = KV_ALLOCATION
+    facts = {"kv_cache_tokens": "tokens"}
     tokens: int
     device: str = "GPU"
 
 
+@event
 class MaxConcurrency(Event):
     """`Maximum concurrency for N tokens per request: X.XXx`."""
 
-    kind: Literal["max_concurrency"] = "max_concurrency"
+    kind = "max_concurrency"
+    failed_in = KV_ALLOCATION
+    facts = {"max_model_len": "tokens_per_request", "max_concurrency": "factor"}
     tokens_per_request: int
     factor: float
 
+    def implies_failure(self) -> bool:
+        return self.factor < 1.0
 
+
+@event
 class CacheBlocks(Event):
     """`# GPU blocks: N, # CPU blocks: M` (and the `cuda`/`CUDA`/`rocm` spellings)."""
 
-    kind: Literal["cache_blocks"] = "cache_blocks"
+    kind = "cache_blocks"
+    reached = failed_in = KV_ALLOCATION
+    facts = {"gpu_blocks": "gpu_blocks"}
     gpu_blocks: int
     cpu_blocks: int | None = None
 
+    def implies_failure(self) -> bool:
+        return self.gpu_blocks == 0
 
+
+@event
 class WeightsLoaded(Event):
     """`Loading model weights took X GB` / `Model loading took X GiB [memory ]and Y seconds`."""
 
-    kind: Literal["weights_loaded"] = "weights_loaded"
+    kind = "weights_loaded"
+    reached = "profiling"  # the weights are in: what follows is the profiling pass
+    facts = {"weights_bytes": "bytes"}
     bytes: int
     seconds: float | None = None
 
 
+@event
 class StartupFreeMemory(Event):
     """`Free memory on device [dev] (F/T GiB) on startup ...`: the error or the INFO advice."""
 
-    kind: Literal["startup_free_memory"] = "startup_free_memory"
+    kind = "startup_free_memory"
+    facts = {"gpu_total_bytes": "total", "gpu_memory_utilization": "utilization", "budget_bytes": "requested"}
     free: int
     total: int
     utilization: float | None = None
@@ -134,11 +181,20 @@ class StartupFreeMemory(Event):
     device: str | None = None
     is_error: bool = False
 
+    def states_cause(self) -> bool:
+        return self.is_error  # the INFO advice is context, the error a cause
 
+    def add_facts(self, facts: FactSink) -> None:
+        if "startup_free_bytes" not in facts or self.free < facts.value("startup_free_bytes"):
+            facts.set("startup_free_bytes", self.free, self)  # with several GPUs the tightest one decides
+
+
+@event
 class ProfilingMismatch(Event):
     """`Error in memory profiling`: free memory changed under vLLM while it profiled."""
 
-    kind: Literal["profiling_mismatch"] = "profiling_mismatch"
+    kind = "profiling_mismatch"
+    role = Role.CAUSE
     initial: int | None = None
     current: int | None = None
     measure: str = "free"  # "free" or "used"
@@ -147,25 +203,38 @@ class ProfilingMismatch(Event):
 # --- KV capacity errors ---------------------------------------------------------------
 
 
+@event
 class KvTooSmall(Event):
     """V0: the model's max seq len is larger than what the KV cache can store."""
 
-    kind: Literal["kv_too_small"] = "kv_too_small"
+    kind = "kv_too_small"
+    role = Role.CAUSE
+    failed_in = KV_ALLOCATION
+    facts = {"max_model_len": "max_seq_len", "kv_cache_tokens": "kv_tokens"}
     max_seq_len: int
     kv_tokens: int
 
 
+@event
 class KvNeeded(Event):
     """V1: one request at max_model_len needs more KV cache than is available."""
 
-    kind: Literal["kv_needed"] = "kv_needed"
+    kind = "kv_needed"
+    role = Role.CAUSE
+    failed_in = KV_ALLOCATION
+    # the failing request's length is the configured one; the estimate is vLLM's own, on exact figures
+    facts = {"max_model_len": "max_seq_len", "kv_cache_bytes": "available", "kv_needed_bytes": "needed",
+             "kv_estimated_max_len": "estimated_max_len"}
     max_seq_len: int
     needed: int | None = None  # None when the line was cut before the figures
     available: int | None = None
     estimated_max_len: int | None = None
 
 
+@event
 class NoCacheMemory(Event):
     """`No available memory for the cache blocks.`"""
 
-    kind: Literal["no_cache_memory"] = "no_cache_memory"
+    kind = "no_cache_memory"
+    role = Role.CAUSE
+    failed_in = KV_ALLOCATION
