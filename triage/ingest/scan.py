@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from triage.ingest.matcher import Matcher
-from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic
+from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_requests
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
@@ -92,6 +92,7 @@ class _Scanner:
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
         self.periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
+        self.keep = max(map(len, m.words), default=0)  # request text masked past the header + this (mask_requests)
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
         # latest line, held back (None: the line handed on last is the run's latest).
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
@@ -141,7 +142,7 @@ class _Scanner:
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
         """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
-        spots = self.m.hits(chunk)
+        spots = self.m.hits(mask_requests(chunk, start, last + 1, self.keep) if self.periodic is not None else chunk)
         spots.sort()
         spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
@@ -155,9 +156,7 @@ class _Scanner:
             line_start = chunk.rfind(b"\n", 0, off) + 1
             yield from self._skip(chunk, pos, line_start)
             end = chunk.find(b"\n", off)
-            j = k + 1
-            while j < n and spots[j][0] < end:
-                j += 1
+            j = bisect_left(spots, (end, -1), k + 1)  # the hits of this line are spots[k:j]
             verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
                 if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
             k, pos = j, end + 1
