@@ -173,10 +173,16 @@ class Matcher:
 
     def classify(self, text: str) -> tuple[bool, bool]:
         """(holds a grammar word, holds an evidence word) for one line of text."""
+        return self.kinds(self.hits(text.encode("utf-8", "surrogatepass")))
+
+    def kinds(self, hits: list[tuple[int, int]]) -> tuple[bool, bool]:
+        """(a grammar word among them, an evidence word among them) for hits already found
+        (a word index below 0 is no word)."""
         grammar = evidence = False
-        for _, i in self.hits(text.encode("utf-8", "surrogatepass")):
-            grammar = grammar or self._grammar[i]
-            evidence = evidence or self._evidence[i]
+        for _, i in hits:
+            if i >= 0:
+                grammar = grammar or self._grammar[i]
+                evidence = evidence or self._evidence[i]
         return grammar, evidence
 
 
