@@ -26,6 +26,7 @@ from triage.ingest import periodic
 from triage.ingest import scan
 from triage.parse import vocabulary
 from triage.ingest.lines import peel, starts_record
+from triage.ingest.reshape import Unfolded
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
@@ -195,3 +196,20 @@ def test_request_text_is_masked_past_the_header_only():
         assert set(lines[i][len(head) + 16:]) == {0}
     start = len(other) + 1  # a line before `start` is not this call's to mask
     assert periodic.mask_requests(data, start + len(request) + 1, len(data), 16).split(b"\n")[1] == request
+
+
+def test_a_prompt_quoting_a_folded_traceback_is_not_unfolded(monkeypatch):
+    """A request line whose prompt pastes a traceback (literal `\\n`s) stays the user's text:
+    unfolded, its pieces read as the server's own lines (a gated-repo error diagnosed on a
+    healthy server; seen on a long serving log where such a line began a chunk)."""
+    prompt = ("(APIServer pid=1) INFO 10-02 16:29:40 [logger.py:41] Received request chatcmpl-1: prompt: "
+              "'Fix this:\\nTraceback (most recent call last):\\n  File \"/app/x.py\", line 3, in <module>\\n"
+              "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+              "https://huggingface.co/meta-llama/x.\\nTraceback (most recent call last):', params: SamplingParams(n=1)")
+    pieces = list(Unfolded([(7, prompt, True, False)], vocabulary.matcher().classify))
+    assert pieces == [(7, prompt, True, False)]
+    plain = "\n".join(START).encode() + b"\n"
+    quoted = "\n".join([*START, prompt]).encode() + b"\n"
+    for quiet in (True, False):  # not quiet: the scan hands the line on, as it does a chunk's first line
+        got, want = _report(quoted, quiet, monkeypatch), _report(plain, quiet, monkeypatch)
+        assert (got["outcome"], got["diagnoses"]) == (want["outcome"], want["diagnoses"])
