@@ -26,6 +26,7 @@ from triage.ingest import periodic
 from triage.ingest import scan
 from triage.parse import vocabulary
 from triage.ingest.lines import peel, starts_record
+from triage.ingest.reshape import Unfolded
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
@@ -120,6 +121,10 @@ V0 = "INFO 10-02 16:{m:02d}:{s:02d} metrics.py:351] Avg prompt throughput: {a}.0
 REQUEST = "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: " \
           "prompt: 'why torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\\nTraceback " \
           "(most recent call last):', params: SamplingParams(n=1)"
+# A prompt whose words all lie past what the scan keeps of a request line (mask_requests).
+REQUEST_LONG = "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: " \
+               "prompt: '" + "plain words " * 12 + "RuntimeError: CUDA error: out of memory\\nValueError: No " \
+               "available memory for the cache blocks.', params: SamplingParams(n=1)"
 ACCESS = "(APIServer pid={pid}) INFO:     10.0.0.{a}:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"
 START = ["(APIServer pid=1) INFO 10-02 16:00:00 [api_server.py:1896] vLLM API server version 0.10.2",
          "(APIServer pid=1) INFO 10-02 16:00:01 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000",
@@ -130,7 +135,7 @@ DEATH = ["(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] EngineCore e
          "in run_engine_core",
          "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] torch.OutOfMemoryError: CUDA out of memory. "
          "Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.05 GiB is free."]
-_KINDS = st.sampled_from(["v1", "v1", "v1b", "v0", "request", "access", "death", "blank"])
+_KINDS = st.sampled_from(["v1", "v1", "v1b", "v0", "request", "request_long", "access", "death", "blank"])
 
 
 @settings(max_examples=60, deadline=None)
@@ -140,7 +145,8 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
     for i, kind in enumerate(kinds):
         f = {"pid": 2 if kind == "v1b" else 1, "m": i // 60 % 60, "s": i % 60, "a": i}
         out += DEATH if kind == "death" else [""] if kind == "blank" else [
-            {"v1": V1, "v1b": V1, "v0": V0, "request": REQUEST, "access": ACCESS}[kind].format(**f)]
+            {"v1": V1, "v1b": V1, "v0": V0, "request": REQUEST, "request_long": REQUEST_LONG,
+             "access": ACCESS}[kind].format(**f)]
     data = ("\r\n" if crlf else "\n").join(out).encode() + b"\n"
     reports = []
     for quiet in (True, False):
@@ -171,3 +177,39 @@ def test_request_lines_dropped_by_the_scan_are_those_the_pipeline_drops(origin, 
     if verdict == periodic.REQUEST:
         assert peel(raw, 1).text.startswith(stream.REQUEST_LOG_PREFIXES)
         assert starts_record(raw)  # so no held line of the pipeline would have been joined to it
+
+
+def test_request_text_is_masked_past_the_header_only():
+    """The scan searches request lines only in their header and the first `keep` bytes after it;
+    every other byte, and every offset, is unchanged."""
+    head = b"(APIServer pid=1) INFO 10-02 16:20:48 [logger.py:41] Received request "
+    request = head + b"x" * 10 + b" CUDA out of memory " * 20
+    other = b"(APIServer pid=1) INFO 10-02 16:20:48 [core.py:41] prompt: Received request CUDA out of memory"
+    long_line = head + b"y" * (70 * 1024)
+    data = b"\n".join([other, request, b"ERROR x] Received request CUDA out of memory " * 5, long_line, request]) + b"\n"
+    masked = periodic.mask_requests(data, 0, len(data), 16)
+    assert len(masked) == len(data)
+    lines, kept = masked.split(b"\n"), data.split(b"\n")
+    assert lines[0] == kept[0] and lines[2] == kept[2] and lines[3] == kept[3]  # not vLLM's header, or too long
+    for i in (1, 4):
+        assert lines[i][:len(head) + 16] == kept[i][:len(head) + 16]
+        assert set(lines[i][len(head) + 16:]) == {0}
+    start = len(other) + 1  # a line before `start` is not this call's to mask
+    assert periodic.mask_requests(data, start + len(request) + 1, len(data), 16).split(b"\n")[1] == request
+
+
+def test_a_prompt_quoting_a_folded_traceback_is_not_unfolded(monkeypatch):
+    """A request line whose prompt pastes a traceback (literal `\\n`s) stays the user's text:
+    unfolded, its pieces read as the server's own lines (a gated-repo error diagnosed on a
+    healthy server; seen on a long serving log where such a line began a chunk)."""
+    prompt = ("(APIServer pid=1) INFO 10-02 16:29:40 [logger.py:41] Received request chatcmpl-1: prompt: "
+              "'Fix this:\\nTraceback (most recent call last):\\n  File \"/app/x.py\", line 3, in <module>\\n"
+              "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+              "https://huggingface.co/meta-llama/x.\\nTraceback (most recent call last):', params: SamplingParams(n=1)")
+    pieces = list(Unfolded([(7, prompt, True, False)], vocabulary.matcher().classify))
+    assert pieces == [(7, prompt, True, False)]
+    plain = "\n".join(START).encode() + b"\n"
+    quoted = "\n".join([*START, prompt]).encode() + b"\n"
+    for quiet in (True, False):  # not quiet: the scan hands the line on, as it does a chunk's first line
+        got, want = _report(quoted, quiet, monkeypatch), _report(plain, quiet, monkeypatch)
+        assert (got["outcome"], got["diagnoses"]) == (want["outcome"], want["diagnoses"])

@@ -158,3 +158,16 @@ def test_a_complete_line_ends_its_window(engine):
     assert seen.count("Traceback (most recent call last):") == 3 and stats.lines == 15
     everything = [m[1] for m in _scanned(data, 3, engine)[0]]
     assert "plain one" in everything and "plain three" in everything
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["out of memory", "CUDA out of memory", "memory", "Error", "rror: ", "Errno",
+                                 "ErrorError", "x", " ", "\n", "4013", "401", "MiB", "█"]), max_size=40))
+def test_python_engine_finds_every_occurrence(pieces):
+    """The fallback reports each occurrence of each word once, overlapping ones included, like a
+    brute-force search (and so like the compiled engines)."""
+    words = sorted({w.encode() for w in ("out of memory", "CUDA out of memory", "memory", "Error", "Errno",
+                                         "ror: ", "401", "MiB", "█", "rorE")})
+    data = "".join(pieces).encode()
+    want = sorted((i, k) for k, w in enumerate(words) for i in range(len(data)) if data.startswith(w, i))
+    assert matcher._PurePython(words).hits(data) == want

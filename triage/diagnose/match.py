@@ -145,13 +145,16 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     }
     base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])
     fatal_lines = _fatal_lines(fatal)
+    by_kind: dict[str, list[ev.Event]] = {}  # a rule bound to a kind reads its events, not the whole attempt's
+    for e in attempt.events:
+        by_kind.setdefault(e.kind, []).append(e)
     found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
     attempt_budget = Budget(ATTEMPT_OPS)
     for rule in rules:
         budget = Budget(RULE_OPS, attempt_budget)
         try:
-            hit = _apply(rule, attempt, base, texts, fatal_lines, budget)
+            hit = _apply(rule, by_kind, base, texts, fatal_lines, budget)
         except BudgetExceeded as exc:
             raise RuleBudgetError(_over_budget(rule, exc.budget is budget)) from None
         if hit is None:
@@ -210,14 +213,15 @@ def _over_budget(rule: Rule, alone: bool) -> str:
             f"attempt, at rule {rule.id!r} ({rule.source}): a rule pack is too costly for this log")
 
 
-def _apply(rule: Rule, attempt: Attempt, base: dict[str, Any], texts: Mapping[int, tuple[str, str]],
-           fatal_lines: set[int], budget: Budget | None = None) -> tuple[float, Diagnosis] | None:
+def _apply(rule: Rule, by_kind: Mapping[str, list[ev.Event]], base: dict[str, Any],
+           texts: Mapping[int, tuple[str, str]], fatal_lines: set[int],
+           budget: Budget | None = None) -> tuple[float, Diagnosis] | None:
     failure: FailureView = base["failure"]
     if rule.phases is not None and failure.phase not in rule.phases:
         return None
     bindings: list[ev.Event | None] = [None]
     if rule.event:
-        bindings = [e for e in attempt.events if e.kind == rule.event]
+        bindings = list(by_kind.get(rule.event, ()))
     for event in bindings:
         ctx = dict(base, event=event)
         trace = Trace(budget=budget)

@@ -93,6 +93,12 @@ _PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}
 _GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 
+# vLLM's request logger (`--enable-log-requests`, on by default before 0.10.2) prints each
+# prompt and each output (entrypoints/logger.py): text from users that may quote anything,
+# an error message, a whole traceback or nvidia-smi output included. Such a line is never evidence.
+REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
+
+
 def strip_ansi(text: str) -> str:
     """Remove colour codes in every form a log can carry them (raw, pasted, escaped, half-lost)."""
     if "[" not in text:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from triage.ingest.lines import LEVELS
+from triage.ingest.lines import LEVELS, REQUEST_LOG_PREFIXES, peel
 
 # Record heads a paste can cut into, each with what the mended line must then look like.
 _HEADS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -68,7 +68,9 @@ class Unfolded:
     def __iter__(self) -> Iterator[tuple[int, str, bool, bool]]:
         for no, raw, anchored, bundled in self._marked:
             pieces = unfold(raw) if anchored else [raw]
-            if len(pieces) == 1:
+            # A prompt that quotes a traceback is the user's text, whole: its pieces would read as
+            # the server's own lines (the request line is dropped whole further on).
+            if len(pieces) == 1 or peel(raw, no).text.startswith(REQUEST_LOG_PREFIXES):
                 yield no, raw, anchored, bundled
                 continue
             for piece in pieces:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from triage.ingest.matcher import Matcher
-from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic
+from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_requests
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
@@ -92,6 +92,7 @@ class _Scanner:
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
         self.periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
+        self.keep = max(map(len, m.words), default=0)  # request text masked past the header + this (mask_requests)
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
         # latest line, held back (None: the line handed on last is the run's latest).
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
@@ -141,7 +142,8 @@ class _Scanner:
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
         """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
-        spots = self.m.hits(chunk)
+        searched = mask_requests(chunk, start, last + 1, self.keep) if self.periodic is not None else chunk
+        spots = self.m.hits(searched)
         spots.sort()
         spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
@@ -155,19 +157,25 @@ class _Scanner:
             line_start = chunk.rfind(b"\n", 0, off) + 1
             yield from self._skip(chunk, pos, line_start)
             end = chunk.find(b"\n", off)
-            j = k + 1
-            while j < n and spots[j][0] < end:
-                j += 1
+            j = k + 1  # the hits of this line are spots[k:j]
+            if j < n and spots[j][0] < end:
+                j = bisect_left(spots, (end, -1), j)
             verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
                 if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
-            k, pos = j, end + 1
-            if verdict is None:
-                yield from self._text(chunk[line_start:end].decode("utf-8", "replace"), True)
-            elif verdict == REQUEST or verdict in self.runs:
+            hits, k, pos = spots[k:j], j, end + 1
+            if verdict == REQUEST or (verdict is not None and verdict in self.runs):
                 self._quiet(chunk[line_start:end], verdict)
+                continue
+            raw = chunk[line_start:end]
+            # The words found in the chunk are the line's own when its text is its bytes (ASCII, one
+            # frame, not cut) and no request text of it was masked: no second search then.
+            kinds = self.m.kinds(hits) if raw.isascii() and end - line_start <= MAX_LINE_CHARS and \
+                b"\r" not in raw and (searched is chunk or searched[end - 1] != 0) else None
+            if verdict is None:
+                yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
             else:  # the first metrics line of its origin since other news
                 going = list(self.runs) if len(self.runs) < MAX_RUNS else []
-                yield from self._text(chunk[line_start:end].decode("utf-8", "replace"), True)
+                yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
 
@@ -210,20 +218,22 @@ class _Scanner:
                 out.append(chunk.rfind(b"\n", 0, i) + 1)
         return out
 
-    def _text(self, text: str, hit: bool | None) -> Iterator[Marked]:
+    def _text(self, text: str, hit: bool | None, kinds: tuple[bool, bool] | None = None) -> Iterator[Marked]:
         """One line: cut and reduced to its last frame as `read` does; handed on when it matters.
 
         `hit` is None when unknown (the line was pieced together across chunks), else whether
-        the chunk search found a word in it."""
+        the chunk search found a word in it; `kinds`, when given, is what `classify` would say."""
         in_window = self.window_left > 0
         if in_window:
             self.window_left -= 1
         text = finish_line(text, self.stats)
         if self.stats.lines == 1:
             text = mend_cut_start(text)
-            hit = None if hit is False else hit
+            hit, kinds = None if hit is False else hit, None
         grammar = evidence = False
-        if hit is not False:
+        if kinds is not None:
+            grammar, evidence = kinds
+        elif hit is not False:
             grammar, evidence = self.m.classify(text)
         if grammar:
             self.window_left = self.window

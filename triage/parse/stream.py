@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from triage.model import events as ev
 from triage.diagnose.redact import redact_text
-from triage.ingest.lines import Line, peel, starts_record
+from triage.ingest.lines import REQUEST_LOG_PREFIXES, Line, peel, starts_record
 from triage.ingest.scan import Marked
 from triage.parse.parse import parse_line_detail
 from triage.parse.sysinfo import BundleReader
@@ -20,10 +20,7 @@ MAX_JOINS = 3
 WRAP_MIN_CHARS = 60  # a line shorter than any terminal is wide was not cut by a wrap
 
 
-# vLLM's request logger (`--enable-log-requests`, on by default before 0.10.2) prints each
-# prompt and each output (entrypoints/logger.py): text from users that may quote anything,
-# an error message or nvidia-smi output included. Such a line is never evidence.
-REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
+# vLLM's request logger: user text, never evidence (ingest/lines.py says what it looks like).
 
 
 def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:

@@ -52,7 +52,10 @@ class BundleReader:
         if not text:
             return []
         where = {"line": line.no, "origin": line.origin}
-        for reader in (self._smi_header, self._smi_gpu, self._smi_process, self._csv, self._fuser, self._env):
+        # nvidia-smi's table readers need its header words or a `|`: a CSV row of a long process
+        # list skips them (each a regex), it is what such a list is made of
+        table = "|" in text or "NVIDIA-SMI" in text
+        for reader in (self._smi_header, self._smi_gpu, self._smi_process) * table + (self._csv, self._fuser, self._env):
             try:
                 made = reader(text, where)
             except (ValueError, ArithmeticError):  # a figure of 5000 digits, or out of range: not evidence
@@ -139,10 +142,13 @@ class BundleReader:
         return None
 
 
+_MIB = re.compile(r"(\d+(?:\.\d+)?)\s*MiB")
+
+
 def _mib(value: str | None) -> int | None:
     if not value:
         return None
-    m = re.match(r"(\d+(?:\.\d+)?)\s*MiB", value)
+    m = _MIB.match(value)
     return int(float(m.group(1)) * MiB) if m else None
 
 

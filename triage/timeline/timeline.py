@@ -271,8 +271,9 @@ class Timeline:
             for previous in reversed(attempt.signals[-4:]):
                 if previous.origin == signal.origin and line.no - previous.line <= NEARBY_LINES:
                     previous.implied_phase = previous.implied_phase or own
+        key = signal.key()
         for previous in reversed(attempt.signals[-8:]):  # the same error printed twice (logged, then raised)
-            if previous.key() == signal.key():
+            if len(previous.events) == len(signal.events) and previous.key() == key:
                 previous.repeats += signal.repeats
                 if previous.chain is None and chain is not None:
                     previous.chain = chain
