@@ -1,0 +1,36 @@
+"""What a plain run must not import: the heavy libraries stay behind the features that need them.
+
+Start-up is most of a run on a small log; pydantic (~100 ms) is for checking a report against
+its contract, rich (~50 ms) for the terminal format. Checked in a fresh interpreter by name,
+never by time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("pydantic", "rich")
+
+
+def _imported(code: str) -> set[str]:
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return {name.split(".")[0] for name in json.loads(out.splitlines()[-1])}
+
+
+def test_the_report_and_its_plain_formats_import_no_validation_or_terminal_library():
+    code = """
+from triage.model.report import Diagnosis, Failure, InputInfo, Remedy, Report
+from triage.render import render
+r = Report(input=InputInfo(name="x.log", lines=3, bytes=30), outcome="failed",
+           failure=Failure(line=2, message="CUDA out of memory"),
+           diagnoses=[Diagnosis(id="oom", title="t", confidence=1, explanation="e", remedies=[Remedy(text="r")])])
+for fmt in ("json", "markdown", "github", "junit", "slack"):
+    render(r, fmt)
+"""
+    assert not _imported(code) & set(HEAVY)
+
+
+def test_the_command_line_imports_no_heavy_library_before_it_knows_the_command():
+    assert not _imported("import triage.apps.cli") & {*HEAVY, "lark"}
