@@ -65,7 +65,13 @@ def _literals(name: str, pattern) -> tuple[str, ...]:
         return REGEX_HINTS[name]
     if pattern.type == "str":
         return (pattern.value,)
-    body = pattern.value
+    return _alternatives(name, pattern.value)
+
+
+@lru_cache(maxsize=None)
+def _alternatives(name: str, body: str) -> tuple[str, ...]:
+    """The literal words of a regex terminal that is a plain alternation (read once per process:
+    both the prefilter words and the word groups ask)."""
     if body.startswith("(?:") and body.endswith(")"):
         body = body[3:-1]
     parts = body.split("|")
