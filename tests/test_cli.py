@@ -97,3 +97,20 @@ def test_secrets_do_not_reach_any_format(tmp_path):
     for fmt in ("json", "markdown", "terminal"):
         _, out, _ = run([str(log), "-f", fmt])
         assert token not in out
+
+
+def test_the_entry_point_ends_at_once_with_all_its_output_and_its_code(tmp_path):
+    """`entry()` skips the interpreter's teardown after a plain run (os._exit once flushed):
+    whatever went to stdout, a file or stderr is all there, and the exit code is main's."""
+    import subprocess
+    import sys
+
+    logs = [str(FAILED)] * 40 + [str(HEALTHY)]  # JSON Lines well past a pipe's buffer
+    out_file = tmp_path / "r.md"
+    p = subprocess.run([sys.executable, "-m", "triage", *logs, "-f", "json", "-f", "markdown", "-o", str(out_file)],
+                       capture_output=True, text=True)
+    code, out, err = run([*logs, "-f", "json", "-f", "markdown", "-o", str(tmp_path / "in-process.md")])
+    assert (p.returncode, p.stdout, p.stderr) == (code, out, err) == (1, out, "")
+    assert out_file.read_text() == (tmp_path / "in-process.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "triage", str(tmp_path / "missing.log")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("vllm-triage: ") and bad.stdout == ""

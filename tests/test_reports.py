@@ -73,3 +73,37 @@ def test_published_schema_file_matches_the_model():
     """docs/report-v1.schema.json is what `vllm-triage schema` prints (regenerate it on purpose)."""
     published = json.loads((FIXTURES.parent.parent / "docs" / "report-v1.schema.json").read_text())
     assert published == json_schema()
+
+
+def test_every_fixture_report_validates_against_the_published_schema():
+    """The report is a plain dataclass on the run's path: the JSON it writes is checked here,
+    against the published schema and by the pydantic reading of the same classes."""
+    import jsonschema
+    from pydantic import TypeAdapter
+
+    from triage.model.report import Report
+
+    schema = json.loads((FIXTURES.parent.parent / "docs" / "report-v1.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    adapter = TypeAdapter(Report)
+    logs = sorted(FIXTURES.glob("*/*.log"))
+    assert len(logs) > 100
+    for log in logs:
+        report = triage_file(log)
+        text = render(report, "json")
+        errors = [e.message for e in validator.iter_errors(json.loads(text))]
+        assert not errors, (log.name, errors[:3])
+        assert Report.model_validate_json(text) == report, log.name
+        assert report.model_dump(mode="json") == adapter.dump_python(report, mode="json"), log.name
+        assert report.model_dump() == adapter.dump_python(report), log.name
+
+
+def test_a_report_that_breaks_the_contract_is_refused():
+    from pydantic import ValidationError
+
+    from triage.model.report import Report
+
+    data = json.loads(render(triage_file(FIXTURES / SHOWCASE[0]), "json"))
+    for bad in ({**data, "unknown": 1}, {**data, "outcome": "exploded"}, {**data, "input": {"name": "x"}}):
+        with pytest.raises(ValidationError):
+            Report.model_validate(bad)

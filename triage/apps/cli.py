@@ -273,8 +273,35 @@ def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> 
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    The objects of a run (grammar, rules, report) die with the process; the interpreter's
+    orderly teardown of them costs ~50 ms, a sixth of a small log's run. So once the output
+    is flushed the process ends at once, unless a thread or a child process (serve, run --,
+    batch) may still need that orderly exit.
+
+    The cycle collector runs less often (every 20 000 net allocations, not 700): start-up
+    allocates hundreds of thousands of objects that all live on (modules, the grammar, the
+    rules), and collecting over and over found nothing while costing ~15% of a small log's run.
+    Peak memory is the same to the MiB on the benchmark's logs."""
+    import gc
+
+    gc.set_threshold(20_000, 20, 20)
+    code = main()
+    if not _teardown_needed():
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe, a closed stream: let the normal exit say so
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
+def _teardown_needed() -> bool:
+    import threading
+
+    return threading.active_count() > 1 or "multiprocessing" in sys.modules or "concurrent" in sys.modules
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -119,8 +120,10 @@ def _describe(signal: Signal) -> str:
     return signal.events[0].kind if signal.events else ""
 
 
-class AttemptResult(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True, defer_build=True)
+@dataclass
+class AttemptResult:
+    """One attempt's verdict: its fatal signal, merged facts and ranked diagnoses (internal)."""
+
     attempt: Attempt
     fatal: Signal | None
     facts: Facts

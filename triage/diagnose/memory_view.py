@@ -10,12 +10,17 @@ what they were checked against and the worst-case margin.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from triage.rule_engine.expr import FactView, Trace
-from triage.memory import FAILS, FITS, MemoryInputs, from_facts, solve
-from triage.memory.flags import numeric
 from triage.model.report import Remedy, RemedyCheck
+
+if TYPE_CHECKING:
+    from triage.memory import MemoryInputs
+
+# The memory model is imported when a rule first asks it something or a remedy sets a flag it
+# checks: a log that fails for another reason (a driver, a missing file) never loads it.
 
 
 def _pair(fn: Callable[[MemoryInputs], Any], i: int) -> Callable[[MemoryInputs], Any]:
@@ -32,45 +37,59 @@ def _gib(fn: Callable[[MemoryInputs], Any]) -> Callable[[MemoryInputs], Any]:
     return value
 
 
-ANSWERS: dict[str, Callable[[MemoryInputs], Any]] = {
-    "startup_util": solve.startup_util,
-    "kv_util": solve.kv_util,
-    "fit_len": solve.fit_len,
-    "fp8_fits": solve.fp8_alone,
-    "fp8_len": solve.fp8_len,
-    "outside_util": solve.outside_util,
-    "outside_util_cut": _pair(solve.outside_util_with_len, 0),
-    "outside_len": _pair(solve.outside_util_with_len, 1),
-    "batch_tokens": solve.batch_tokens,
-    "profile_len": solve.profile_len,
-    "eager_fits": solve.eager_fits,
-    "kv_memory": solve.kv_memory,
-    "offload_gb": solve.offload_gb,
-    "warmup_seqs": solve.warmup_seqs,
-    "load_tp": solve.load_tp,
-    "budget_tp": solve.budget_tp,
-    "pool_util": solve.pool_util,
-    "swap_space": solve.swap_space,
-    "weights_exceed": _gib(solve.weights_exceed),
-    "failure": lambda inp: inp.failure,
-    "engine": lambda inp: inp.engine or "v1",
-}
+@lru_cache(maxsize=1)
+def answers() -> dict[str, Callable[[MemoryInputs], Any]]:
+    """`memory.<name>` -> the solver function that answers it."""
+    from triage.memory import solve
+
+    return {
+        "startup_util": solve.startup_util,
+        "kv_util": solve.kv_util,
+        "fit_len": solve.fit_len,
+        "fp8_fits": solve.fp8_alone,
+        "fp8_len": solve.fp8_len,
+        "outside_util": solve.outside_util,
+        "outside_util_cut": _pair(solve.outside_util_with_len, 0),
+        "outside_len": _pair(solve.outside_util_with_len, 1),
+        "batch_tokens": solve.batch_tokens,
+        "profile_len": solve.profile_len,
+        "eager_fits": solve.eager_fits,
+        "kv_memory": solve.kv_memory,
+        "offload_gb": solve.offload_gb,
+        "warmup_seqs": solve.warmup_seqs,
+        "load_tp": solve.load_tp,
+        "budget_tp": solve.budget_tp,
+        "pool_util": solve.pool_util,
+        "swap_space": solve.swap_space,
+        "weights_exceed": _gib(solve.weights_exceed),
+        "failure": lambda inp: inp.failure,
+        "engine": lambda inp: inp.engine or "v1",
+    }
 
 
 class MemoryView(FactView):
     """`memory.<name>`: the model's answer for this log; reading one cites the figures' lines."""
 
-    def __init__(self, inputs: MemoryInputs, facts: Mapping[str, Any]) -> None:
+    def __init__(self, build: Callable[[], MemoryInputs], facts: Mapping[str, Any]) -> None:
         super().__init__(facts)
-        self.inputs = inputs
+        self._build = build
+        self._inputs: MemoryInputs | None = None
         self._cache: dict[str, Any] = {}
 
+    @property
+    def inputs(self) -> MemoryInputs:
+        """The model's inputs, read off the facts on first use."""
+        if self._inputs is None:
+            self._inputs = self._build()
+        return self._inputs
+
     def get(self, name: str, trace: Trace) -> Any:
-        if name not in ANSWERS:
+        table = answers()
+        if name not in table:
             return None
         if name not in self._cache:
             try:
-                self._cache[name] = ANSWERS[name](self.inputs)
+                self._cache[name] = table[name](self.inputs)
             except (ArithmeticError, ValueError, TypeError):  # absurd figures: no answer, like missing ones
                 self._cache[name] = None
         if self._cache[name] is not None:
@@ -81,25 +100,35 @@ class MemoryView(FactView):
 
 
 def build_view(facts: Mapping[str, Any], failure: Any, oom: Any, seen: list[str]) -> MemoryView:
-    """The model's inputs for one attempt, from its facts, failure and OOM."""
+    """The model's inputs for one attempt, from its facts, failure and OOM (built when first read)."""
+    return MemoryView(lambda: _inputs(facts, failure, oom, seen), facts)
+
+
+def _inputs(facts: Mapping[str, Any], failure: Any, oom: Any, seen: list[str]) -> MemoryInputs:
+    from triage.memory import from_facts
+
     startup_error = failure is not None and "startup_free_memory" in (failure.kinds or []) or (
         "startup_free_memory" in seen and "startup_free_bytes" in facts and failure is not None
         and failure.phase in (None, "starting"))
     kind = from_facts.classify(getattr(failure, "phase", None), getattr(failure, "phase_frames", []),
                                getattr(failure, "kinds", []), seen, startup_error=startup_error,
                                oom=oom is not None)
-    return MemoryView(from_facts.build(facts, kind, oom), facts)
+    return from_facts.build(facts, kind, oom)
 
 
 def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Remedy]:
     """Every numeric remedy through the model: keep what fits (annotated), drop what fails."""
     if view is None:
         return remedies
+    from triage.memory.flags import numeric
+
     kept: list[Remedy] = []
     for r in remedies:
         if not r.flags or not numeric(r.flags):
             kept.append(r)
             continue
+        from triage.memory import FAILS, FITS, solve
+
         try:
             v = solve.verify(view.inputs, r.flags)
         except (ArithmeticError, ValueError, TypeError):

@@ -2,13 +2,20 @@
 
 Renderers compute nothing; whatever a format shows must be here. Changing a field's
 meaning or removing one is a new schema_version; adding optional fields is not.
+
+The parts are plain dataclasses, so a run imports no validation library (pydantic costs
+~100 ms of start-up). They keep pydantic's names for what callers use (`model_dump`,
+`model_copy`, ...). Validation and the JSON Schema, where the contract is checked (reading a
+report back, `vllm-triage schema`, the server's OpenAPI document), go through pydantic,
+imported then: it validates these very dataclasses (`extra="forbid"` via `__pydantic_config__`).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from triage import __version__
 
@@ -18,15 +25,71 @@ SCHEMA_VERSION = 1
 Outcome = Literal["failed", "healthy", "incomplete", "recovered"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class _Model:
+    """What every part of the report offers, under pydantic's method names."""
+
+    __pydantic_config__ = {"extra": "forbid"}
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        """The part as plain data; `mode="json"`: only JSON types (tuples as lists, no inf/NaN)."""
+        return _dump(self, mode == "json")
+
+    def model_dump_json(self) -> str:
+        """Compact JSON, byte for byte what pydantic writes (its float spelling differs from json's)."""
+        return _adapter(type(self)).dump_json(self).decode()
+
+    def model_copy(self, update: dict[str, Any] | None = None):
+        """A shallow copy with some fields replaced (not validated, as in pydantic)."""
+        return replace(self, **(update or {}))
+
+    @classmethod
+    def model_validate(cls, data: Any):
+        """Checked against the contract (a wrong type or an unknown key raises pydantic's ValidationError)."""
+        return _adapter(cls).validate_python(data)
+
+    @classmethod
+    def model_validate_json(cls, text: str | bytes):
+        return _adapter(cls).validate_json(text)
+
+    @classmethod
+    def model_json_schema(cls, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+        return _adapter(cls).json_schema(ref_template=ref_template)
 
 
+def _dump(value: Any, as_json: bool) -> Any:
+    if isinstance(value, _Model):
+        return {f.name: _dump(getattr(value, f.name), as_json) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _dump(v, as_json) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dump(v, as_json) for v in value]
+    if isinstance(value, tuple):
+        items = [_dump(v, as_json) for v in value]
+        return items if as_json else tuple(items)
+    if as_json and isinstance(value, float) and not math.isfinite(value):
+        return None  # pydantic's default (ser_json_inf_nan="null")
+    return value
+
+
+def _as_float(value: Any) -> Any:
+    """An int given for a float field is stored as a float, as pydantic does (JSON says `0.0`)."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+@lru_cache(maxsize=None)
+def _adapter(cls: type):
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(cls)
+
+
+@dataclass(kw_only=True)
 class Tool(_Model):
     name: str = "vllm-triage"
     version: str = __version__
 
 
+@dataclass(kw_only=True)
 class InputInfo(_Model):
     name: str
     lines: int
@@ -35,11 +98,13 @@ class InputInfo(_Model):
     compressed: bool = False
 
 
+@dataclass(kw_only=True)
 class VllmInfo(_Model):
     version: str | None = None
     engine: Literal["v0", "v1"] | None = None
 
 
+@dataclass(kw_only=True)
 class Echo(_Model):
     """Another process's error after the fatal one: it failed because the first one did."""
 
@@ -48,21 +113,24 @@ class Echo(_Model):
     message: str
 
 
+@dataclass(kw_only=True)
 class Failure(_Model):
     phase: str | None = None
     line: int
     origin: str = ""
     message: str
     exception: str | None = None
-    downstream: list[Echo] = Field(default_factory=list)
+    downstream: list[Echo] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class Evidence(_Model):
     line: int
     text: str
     origin: str = ""
 
 
+@dataclass(kw_only=True)
 class RemedyCheck(_Model):
     """What the memory model checked a numeric remedy against, with the worst-case margin."""
 
@@ -73,53 +141,65 @@ class RemedyCheck(_Model):
     provenance: str = ""  # weakest input: printed, derived, default, estimated
     text: str = ""  # "fits with 0.31 GiB to spare", said in words
 
+    def __post_init__(self) -> None:
+        self.margin = _as_float(self.margin)
 
+
+@dataclass(kw_only=True)
 class Remedy(_Model):
     text: str
-    flags: dict[str, str] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
+    flags: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     check: RemedyCheck | None = None  # set on every remedy whose flags the memory model can check
 
 
+@dataclass(kw_only=True)
 class Diagnosis(_Model):
     id: str
     title: str
     confidence: float
     explanation: str
-    evidence: list[Evidence] = Field(default_factory=list)
-    remedies: list[Remedy] = Field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    remedies: list[Remedy] = field(default_factory=list)
     rule: str = ""
-    supporting_rules: list[str] = Field(default_factory=list)  # other rules for the same cause, merged in
-    figures: dict[str, Any] = Field(default_factory=dict)
+    supporting_rules: list[str] = field(default_factory=list)  # other rules for the same cause, merged in
+    figures: dict[str, Any] = field(default_factory=dict)
     attempt: int = 1
 
+    def __post_init__(self) -> None:
+        self.confidence = _as_float(self.confidence)
 
+
+@dataclass(kw_only=True)
 class AttemptSummary(_Model):
     index: int
     first_line: int
     last_line: int
     outcome: Outcome
-    causes: list[str] = Field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
     repeats: int = 1
 
 
+@dataclass(kw_only=True)
 class Report(_Model):
     schema_version: int = SCHEMA_VERSION
-    tool: Tool = Field(default_factory=Tool)
+    tool: Tool = field(default_factory=Tool)
     input: InputInfo
     outcome: Outcome
-    vllm: VllmInfo = Field(default_factory=VllmInfo)
+    vllm: VllmInfo = field(default_factory=VllmInfo)
     failure: Failure | None = None
-    facts: dict[str, Any] = Field(default_factory=dict)
-    diagnoses: list[Diagnosis] = Field(default_factory=list)
-    attempts: list[AttemptSummary] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+    attempts: list[AttemptSummary] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class BatchErrorInput(_Model):
     name: str
 
 
+@dataclass(kw_only=True)
 class BatchError(_Model):
     """A line of `batch --jsonl` for a log that could not be read (instead of its report)."""
 

@@ -49,12 +49,18 @@ REGEX_HINTS.update(LAYER_REGEX_HINTS)
 
 
 @lru_cache(maxsize=1)
+def _grammar_facts() -> tuple[dict, dict[str, set[str]]]:
+    """The grammar's terminals by name and its start rules' FIRST terminals (read once)."""
+    lark = grammar()
+    return {t.name: t for t in lark.terminals}, first_terminals(lark)
+
+
+@lru_cache(maxsize=1)
 def prefilter_words() -> tuple[str, ...]:
     """Literal substrings, one of which every anchor match contains: the cheap first test."""
-    lark = grammar()
-    terminals = {t.name: t for t in lark.terminals}
+    terminals, first = _grammar_facts()
     words: set[str] = set()
-    for firsts in first_terminals(lark).values():
+    for firsts in first.values():
         for name in firsts:
             words.update(_literals(name, terminals[name].pattern))
     return tuple(sorted(words))
@@ -65,7 +71,13 @@ def _literals(name: str, pattern) -> tuple[str, ...]:
         return REGEX_HINTS[name]
     if pattern.type == "str":
         return (pattern.value,)
-    body = pattern.value
+    return _alternatives(name, pattern.value)
+
+
+@lru_cache(maxsize=None)
+def _alternatives(name: str, body: str) -> tuple[str, ...]:
+    """The literal words of a regex terminal that is a plain alternation (read once per process:
+    both the prefilter words and the word groups ask)."""
     if body.startswith("(?:") and body.endswith(")"):
         body = body[3:-1]
     parts = body.split("|")
@@ -110,9 +122,7 @@ HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
 def word_groups() -> dict[str, tuple[tuple[int, re.Pattern[str] | None], ...]]:
     """Each prefilter word -> the anchor groups it can open (their search order), each with the
     characters the group's match may hold before the word (None: it starts at the word)."""
-    lark = grammar()
-    terminals = {t.name: t for t in lark.terminals}
-    first = first_terminals(lark)
+    terminals, first = _grammar_facts()
     out: dict[str, dict[int, set[str]]] = {}
     for order, (_, rule, _) in enumerate(anchor_groups()[0]):
         for name in first[rule]:

@@ -1,0 +1,54 @@
+"""What a plain run must not import: the heavy libraries stay behind the features that need them.
+
+Start-up is most of a run on a small log; pydantic (~100 ms) is for checking a report against
+its contract, rich (~50 ms) for the terminal format. Checked in a fresh interpreter by name,
+never by time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("pydantic", "rich")
+
+
+def _modules(code: str) -> set[str]:
+    """Every module loaded once `code` has run in a fresh interpreter."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+def _imported(code: str) -> set[str]:
+    """The top-level packages loaded by `code`."""
+    return {name.split(".")[0] for name in _modules(code)}
+
+
+def test_the_report_and_its_plain_formats_import_no_validation_or_terminal_library():
+    code = """
+from triage.model.report import Diagnosis, Failure, InputInfo, Remedy, Report
+from triage.render import render
+r = Report(input=InputInfo(name="x.log", lines=3, bytes=30), outcome="failed",
+           failure=Failure(line=2, message="CUDA out of memory"),
+           diagnoses=[Diagnosis(id="oom", title="t", confidence=1, explanation="e", remedies=[Remedy(text="r")])])
+for fmt in ("json", "markdown", "github", "junit", "slack"):
+    render(r, fmt)
+"""
+    assert not _imported(code) & set(HEAVY)
+
+
+def test_the_command_line_imports_no_heavy_library_before_it_knows_the_command():
+    assert not _imported("import triage.apps.cli") & {*HEAVY, "lark"}
+
+
+def test_a_failure_the_memory_model_has_no_say_in_does_not_load_it():
+    from conftest import FIXTURES
+
+    log = sorted((FIXTURES / "cuda_driver_mismatch").glob("*.log"))[0]
+    code = f"""
+import io
+from triage.apps.cli import main
+main([{str(log)!r}, "-f", "json"], stdout=io.StringIO())
+"""
+    assert not _modules(code) & {"triage.memory.model", "triage.memory.solve", "triage.plan", "triage.apps.what_if"}
