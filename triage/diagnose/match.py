@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
 from triage.model import events as ev
 from triage.rule_engine.budget import Budget, BudgetExceeded
@@ -38,27 +37,27 @@ MAX_EVIDENCE = 8
 EXPORTED_FACT_TYPES = (int, float, str, bool, list)
 
 
-class FailureView(BaseModel):
-    """What rules may read about the failure; a model so reading it cites its line."""
+@dataclass(frozen=True)
+class FailureView:
+    """What rules may read about the failure; a record (its fields only) so reading it cites its line."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
     line: int
     origin: str = ""
     phase: str | None = None
     type: str | None = None
     message: str = ""
-    frames: list[str] = []
-    files: list[str] = []
-    kinds: list[str] = []
+    frames: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
     after_ready: bool = False
     exit_code: int | None = None
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
-    phase_frames: list[str] = []  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    phase_frames: list[str] = field(default_factory=list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
-    companions: list[str] = []  # packages vLLM loads but does not ship, among the frames (packages.py)
+    companions: list[str] = field(default_factory=list)  # packages vLLM loads but does not ship, among the frames (packages.py)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
