@@ -111,7 +111,7 @@ def anchor_groups() -> tuple[list[tuple[str, str, str]], dict[str, str]]:
 # Anchors that open with a repeated class (`[\w.\-]+: error: `, `\d+ is not divisible`): a search
 # tries them from every offset of a long word, quadratic in its length (one 64 KiB base64 line
 # took minutes). A match can only start where such a run starts; the scan says so with a
-# lookbehind (the grammar is unchanged). tests/test_hostile_input.py times every anchor.
+# lookbehind (the grammar is unchanged). tests/hostile/test_hostile_input.py times every anchor.
 RUN_HEADS: dict[str, str] = {
     "EXC_NAME": r"[\w.]",
     "USAGE_HEAD": r"[\w.\-]",

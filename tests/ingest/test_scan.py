@@ -24,7 +24,7 @@ from triage.parse.vocabulary import number_words, prefilter, prefilter_words
 from triage.ingest.read import InputStats, iter_chunks, iter_lines
 from triage.ingest.repair import repaired
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import triage_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAX_RSS_MIB = 120
 
 STARTUP = """\

@@ -13,7 +13,7 @@ from triage.apps.cli import main
 from triage.pipeline import run
 from triage.render import FORMATS, render
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.10.2-llava7b-16g-weights-crowd-negative-kv.log"
 RECOVERED = FIXTURES / "kv_cache_insufficient" / "v1-0.10.2-llava7b-16g-relaunch-util095-recovered.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.10.2-qwen3-8b-h100-request-log-quotes-errors.log"

@@ -28,7 +28,7 @@ from triage.parse import vocabulary
 from triage.ingest.lines import peel, starts_record
 from triage.ingest.reshape import Unfolded
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
 CORPUS = sorted((ROOT.parent / "shared" / "corpus").glob("*.log"))
 

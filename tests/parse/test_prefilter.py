@@ -22,7 +22,7 @@ from triage.parse.sysinfo import BundleReader
 from triage.ingest.lines import peel
 from triage.parse.vocabulary import HINT_LOOKBACK, REGEX_HINTS, matcher, prefilter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 

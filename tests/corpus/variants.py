@@ -1,4 +1,4 @@
-"""The other forms a log could have taken: our generator for tests/test_invariance.py.
+"""The other forms a log could have taken: our generator for tests/corpus/test_invariance.py.
 
 Each variant is a pure function text -> bytes (or None when it does not apply to the log),
 grouped in families. A log re-expressed must keep its primary cause: the same failure seen

@@ -1,5 +1,5 @@
 """Invariance: a failing log re-expressed in another form it could have taken keeps its
-primary cause (issue 10). The forms come from tests/variants.py: wrappers (docker compose,
+primary cause (issue 10). The forms come from tests/corpus/variants.py: wrappers (docker compose,
 Kubernetes timestamps, journald, SkyPilot, Ray, `[rankN]:`, a search tool's `Line N:`), a
 first line cut mid-word, CRLF, UTF-16 with a BOM, and another platform's spelling of the
 same error (HIP, XPU, NPU where ../shared/errors.md shows that platform prints it).

@@ -9,7 +9,7 @@ are not readable files.
 
 The default run is sized for CI (about half a minute). A longer fuzz run:
 
-    VLLM_TRIAGE_FUZZ=1 .venv/bin/python -m pytest tests/test_hostile_input.py
+    VLLM_TRIAGE_FUZZ=1 .venv/bin/python -m pytest tests/hostile/test_hostile_input.py
 
 raises hypothesis' examples and the input sizes.
 """
