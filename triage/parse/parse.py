@@ -19,7 +19,7 @@ from lark import Token, Tree
 from lark.exceptions import LarkError, VisitError
 
 from triage.model import events as ev
-from triage.model.events import layers as events_layers
+from triage.model.events.base import KINDS
 from triage.parse.grammar import AT_START_ONLY, PHASE_CALLS, START_RULES, anchor_groups, grammar
 from triage.ingest.lines import Line
 from triage.ingest.periodic import metrics_item
@@ -277,11 +277,6 @@ def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
     return cls(line=line.no, origin=line.origin, pid=line.pid, truncated=truncated, **item)
 
 
-EVENT_TYPES: dict[str, type[ev.Event]] = {
-    cls.kind: cls
-    for module in (ev, events_layers)
-    for cls in vars(module).values()
-    if isinstance(cls, type) and issubclass(cls, ev.Event) and cls.kind
-}
+EVENT_TYPES: dict[str, type[ev.Event]] = KINDS  # every event class, by its kind (base.event fills it)
 
 

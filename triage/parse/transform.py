@@ -13,6 +13,7 @@ from lark import v_args
 
 from triage.parse.engine_args import parse_settings
 from triage.parse.transform_common import num, whole
+from triage.parse.transform_default import DefaultEvents
 from triage.parse.transform_failures import FailureEvents
 from triage.parse.transform_layers import LayerEvents
 from triage.parse.transform_memory import MemoryEvents
@@ -21,7 +22,7 @@ from triage.units import parse_size
 
 # Each mixin carries its own @v_args: lark applies it only to the methods a class defines itself.
 @v_args(inline=True)
-class ToEvents(MemoryEvents, FailureEvents, LayerEvents):
+class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     """Method names are the grammar's rule names and aliases; each returns event fields. By family:
     memory (MemoryEvents), the other startup failures (FailureEvents), the layers under vLLM
     (LayerEvents); progress, configuration and tracebacks are here."""

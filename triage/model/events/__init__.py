@@ -29,6 +29,7 @@ from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Cla
     CapabilityTooLow, DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, UsageError,
     RestartCount, SignalKilled, ProcessCrash,
 )
+from triage.model.events import layers as _layers  # noqa: F401 - its classes register their kinds
 from triage.model.events.evidence import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     GpuInfo, GpuProcess, SystemInfo,
 )

@@ -58,7 +58,17 @@ def event(cls: type[EventT]) -> type[EventT]:
     (twice what pydantic's deferred models took); only `__init__` and the frozen guards are."""
     made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
     made._names = tuple(f.name for f in dataclasses.fields(made))
+    kind = cls.__dict__.get("kind")
+    if kind:
+        if kind in KINDS:
+            raise TypeError(f"two event classes say kind {kind!r}: {KINDS[kind].__name__} and {cls.__name__}")
+        KINDS[kind] = made
     return made
+
+
+# kind -> class, filled as each family's module defines its classes: the parser finds a
+# class by the `kind` its transformer names, so no hand-kept table lists them.
+KINDS: dict[str, type] = {}
 
 
 @event
