@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import lru_cache
 
@@ -143,11 +142,6 @@ def _parse_line_detail(line: Line) -> tuple[list[ev.Event], bool]:
                 out.extend(made)
                 break
     return out, ran_out
-
-
-def parse_lines(lines: Iterable[Line]) -> Iterator[ev.Event]:
-    for line in lines:
-        yield from parse_line(line)
 
 
 def _parse_from(rule: str, text: str, line: Line) -> tuple[list[ev.Event], bool]:

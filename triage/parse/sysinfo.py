@@ -151,6 +151,3 @@ def _mib(value: str | None) -> int | None:
     m = _MIB.match(value)
     return int(float(m.group(1)) * MiB) if m else None
 
-
-def maybe_evidence(raw: str) -> bool:
-    return any(w in raw for w in WORDS)

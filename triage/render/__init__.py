@@ -1,4 +1,4 @@
-"""Renderers: pure functions from a Report to text, one per format, in one registry."""
+"""Renderers: pure functions from a Report to text, one module per format, imported only when asked."""
 
 from __future__ import annotations
 
@@ -9,19 +9,6 @@ from triage.model.report import Report
 
 Renderer = Callable[..., str]
 Joiner = Callable[[list[str]], str]
-
-
-def _registry() -> dict[str, Renderer]:
-    from triage.render import github, json_format, junit, markdown, slack, terminal
-
-    return {
-        "terminal": terminal.render,
-        "json": json_format.render,
-        "markdown": markdown.render,
-        "github": github.render,
-        "junit": junit.render,
-        "slack": slack.render,
-    }
 
 
 def _joiners() -> dict[str, Joiner]:

@@ -19,7 +19,6 @@ from typing import Any
 from triage.model import events as ev
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
-from triage.units import GiB
 
 
 @dataclass(frozen=True)
@@ -208,7 +207,3 @@ def _derive_weights_estimate(facts: Facts) -> None:
 
 def _saw_oom(attempt: Attempt) -> bool:
     return any(s.first(ev.TorchOom) is not None for s in attempt.signals)
-
-
-def gib_value(n: int | None) -> float | None:
-    return None if n is None else n / GiB
