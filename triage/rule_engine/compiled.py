@@ -14,7 +14,7 @@ from triage.rule_engine.template import Template
 
 
 @dataclass(frozen=True, slots=True)
-class Remedy:
+class RemedyTemplate:
     """A remedy's templates and its condition (None: always offered)."""
 
     text: Template
@@ -40,7 +40,7 @@ class Rule:
     confidence: Expr
     figures: dict[str, Expr]
     explanation: list[list[tuple[Template, Expr | None]]]  # sentences, each a list of alternatives
-    remedies: list[Remedy]
+    remedies: list[RemedyTemplate]
     fallback: bool
     fires_on: list[str]
     quiet_on: list[str]

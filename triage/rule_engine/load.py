@@ -18,17 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
-from triage.rule_engine.compiled import Remedy, Rule
+from triage.rule_engine.compiled import RemedyTemplate, Rule
 from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.template import Template, compile_template
 
-__all__ = ["MAX_PACK_BYTES", "Problem", "Remedy", "Rule", "builtin_dir", "builtin_pack_paths", "expand_pack_paths",
+__all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir", "builtin_pack_paths", "expand_pack_paths",
            "load_packs", "load_rules", "load_taxonomy", "read_pack_text"]
 
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "dataclasses-1"  # part of the cache key: a pickle of another shape of Rule is never read
+RULES_FORMAT = "dataclasses-2"  # part of the cache key: a pickle of another shape of Rule is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -246,9 +246,9 @@ class _RuleCompiler:
                     rank=rank, confidence=confidence, figures=figures, explanation=explanation, remedies=remedies,
                     fallback=spec.fallback, fires_on=spec.fires_on, quiet_on=spec.quiet_on, docs=spec.docs)
 
-    def _remedy(self, i: int, r: Any) -> Remedy:
+    def _remedy(self, i: int, r: Any) -> RemedyTemplate:
         at = ("remedies", i)
-        return Remedy(text=self.tmpl((*at, "text"), r.text),
+        return RemedyTemplate(text=self.tmpl((*at, "text"), r.text),
                       flags={k: self.tmpl((*at, "flags", k), v) for k, v in r.flags.items()},
                       env={k: self.tmpl((*at, "env", k), v) for k, v in r.env.items()},
                       when=self.expr((*at, "when"), r.when) if r.when is not None else None)

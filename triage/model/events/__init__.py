@@ -26,7 +26,7 @@ from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Cla
 from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine, AddressInUse,
     HubAuthError, RepoNotFound, ArchitectureUnsupported, NotDivisible, NotEnoughGpus,
-    CapabilityTooLow, DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, UsageError,
+    CapabilityTooLow, DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, ArgumentsRejected,
     RestartCount, SignalKilled, ProcessCrash,
 )
 from triage.model.events import layers as _layers  # noqa: F401 - its classes register their kinds

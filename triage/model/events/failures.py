@@ -223,7 +223,7 @@ class HostMemoryProblem(Event):
 
 
 @event
-class UsageError(Event):
+class ArgumentsRejected(Event):
     """The command line was refused (`error: unrecognized arguments`, bad values)."""
 
     kind = "usage_error"
