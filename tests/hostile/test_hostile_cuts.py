@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_hostile_secrets import FAILED, FATAL_LINE, SECRETS
+from secret_cases import FAILED, FATAL_LINE, SECRETS
 from triage.ingest import read
 from triage.apps.cli import main
 from triage.diagnose.report_builder import EVIDENCE_CHARS

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, FIXTURES, ROOT
-from test_hostile_secrets import FAILED
+from secret_cases import FAILED
 from triage.apps.cli import main
 from triage.errors import InputError
 from triage.ingest.read import InputStats, iter_chunks, open_source

@@ -16,7 +16,7 @@ import pytest
 
 import triage.diagnose.match as diagnose
 from conftest import FIXTURES
-from test_hostile_secrets import FAILED, FATAL_LINE
+from secret_cases import FAILED, FATAL_LINE
 from triage.rule_engine.budget import Budget, BudgetExceeded
 from triage.apps.cli import main
 from triage.errors import RuleBudgetError
