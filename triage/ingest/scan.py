@@ -25,6 +25,7 @@ from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_request
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
+from triage.ingest.rows import RowRun
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
@@ -96,6 +97,8 @@ class _Scanner:
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
         # latest line, held back (None: the line handed on last is the run's latest).
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
+        # A long table's rows past its first ones go on as blocks (rows.py), the pipeline's way only.
+        self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -154,6 +157,12 @@ class _Scanner:
             if off < pos:
                 k += 1
                 continue  # another hit in a line already handed on
+            if self.rows is not None and self.rows.count and not self.window_left:
+                stop = self.rows.block_end(chunk, pos, last, spots, k, self.stats.lines + 1)
+                if stop > pos:
+                    yield from self._block(chunk, pos, stop)
+                    pos = stop
+                    continue
             line_start = chunk.rfind(b"\n", 0, off) + 1
             yield from self._skip(chunk, pos, line_start)
             end = chunk.find(b"\n", off)
@@ -178,6 +187,14 @@ class _Scanner:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
+
+    def _block(self, chunk: bytes, pos: int, stop: int) -> Iterator[Marked]:
+        """Rows of a long table (rows.py) handed on as one line whose text joins them by `\\n`."""
+        rows = chunk.count(b"\n", pos, stop)
+        first = self.stats.lines + 1
+        self.stats.lines += rows
+        self.rows.took(rows)  # type: ignore[union-attr]
+        yield from self._emit((first, chunk[pos:stop - 1].decode("utf-8", "replace"), False, True))
 
     def _quiet(self, line: bytes, verdict: bytes | str) -> None:
         """A line the pipeline would read to no effect: a request line (dropped unread) or a
@@ -238,6 +255,8 @@ class _Scanner:
         if grammar:
             self.window_left = self.window
         if grammar or evidence or in_window:
+            if self.rows is not None:
+                self.rows.see(text, self.stats.lines, grammar, evidence)
             yield from self._emit((self.stats.lines, text, grammar, evidence))
 
 

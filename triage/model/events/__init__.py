@@ -30,5 +30,5 @@ from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Cla
     RestartCount, SignalKilled, ProcessCrash,
 )
 from triage.model.events.evidence import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    GpuInfo, GpuProcess, SystemInfo,
+    GpuInfo, GpuProcess, GpuProcessesCounted, SystemInfo,
 )
