@@ -257,7 +257,10 @@ class _Scanner:
         if grammar or evidence or in_window:
             if self.rows is not None:
                 self.rows.see(text, self.stats.lines, grammar, evidence)
-            yield from self._emit((self.stats.lines, text, grammar, evidence))
+            if self.runs:
+                yield from self._emit((self.stats.lines, text, grammar, evidence))
+            else:  # no metrics line held: handed on as it is (one generator less per line)
+                yield self.stats.lines, text, grammar, evidence
 
 
 class _RepairScanner:
