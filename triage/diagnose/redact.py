@@ -129,10 +129,25 @@ def _mask_authorization(m: re.Match[str]) -> str:
     return f"{m.group(1)}{scheme}{MASK}"
 
 
+# Texts redacted lately: a restart loop prints its startup once per attempt, the argument
+# dump among it (which holds `token` or `key` words, so every pattern runs on it).
+_DONE: dict[str, str] = {}
+MAX_DONE, MAX_DONE_CHARS = 256, 8000
+
+
 def redact_text(text: str) -> str:
     """The text with every secret this module knows replaced by [REDACTED]."""
-    if not text or not _maybe_secret(text):
-        return text
+    done = _DONE.get(text)
+    if done is None:
+        done = _redact(text) if text and _maybe_secret(text) else text
+        if len(text) <= MAX_DONE_CHARS:
+            if len(_DONE) >= MAX_DONE:
+                _DONE.clear()
+            _DONE[text] = done
+    return done
+
+
+def _redact(text: str) -> str:
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     text = _FLAG.sub(_mask_flag, text)
