@@ -1,17 +1,19 @@
-"""Deep exception chains: the repeated middle links left out (ingest/chains.py) give the report
-that reading every link gives, but for the note that says how many were skipped.
+"""Deep exception chains: the repeated middle links left out (ingest/chains.py: by the scan on
+raw bytes, then after it) give the report that reading every link gives, but for the note
+that says how many were skipped.
 
 Logs are generated here: a startup header, then a handler that re-raises N levels deep.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
 
 from triage import pipeline
-from triage.ingest import chains
+from triage.ingest import chains, scan
 
 E = "(EngineCore_DP0 pid=311) ERROR 10-02 16:20:{s:02d} [core.py:718] "
 HEAD = ["(APIServer pid=1) INFO 10-02 16:20:00 [api_server.py:1896] vLLM API server version 0.10.2",
@@ -57,6 +59,7 @@ class _Whole:
 def _reports(data: bytes, monkeypatch) -> tuple[dict, dict]:
     cut = pipeline.run(io.BytesIO(data), "log").model_dump()
     monkeypatch.setattr(pipeline, "CutChains", _Whole)
+    monkeypatch.setattr(pipeline, "iter_marked", functools.partial(scan.iter_marked, quiet=False))  # no skip
     whole = pipeline.run(io.BytesIO(data), "log").model_dump()
     monkeypatch.undo()
     return cut, whole
@@ -98,3 +101,15 @@ def test_a_line_of_another_kind_between_links_is_read(between, monkeypatch):
 def test_timestamps_that_move_along_the_chain_do_not_end_it(monkeypatch):
     report = _same(_log(300, tick=7), monkeypatch)
     assert report["notes"]
+
+
+@pytest.mark.parametrize("chunk", [4096, 1 << 16])
+def test_the_scan_skips_repeated_links_within_a_chunk(chunk, monkeypatch):
+    data = _log(300)
+    stats = scan.InputStats("log")
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+    marked = scan.iter_marked(iter(pieces), stats, pipeline.matcher(), 3)
+    handed = list(marked)
+    assert marked.skipped_links > 0 and stats.lines == data.count(b"\n")
+    assert len(handed) < data.count(b"\n") - 4 * marked.skipped_links
+    _same(data, monkeypatch)

@@ -70,8 +70,9 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     report = build_report(timeline, rules, texts, stats)
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
-    if chains.dropped:
-        report.notes.append(f"{chains.dropped} links of a chained traceback repeated earlier ones and were "
+    dropped = chains.dropped + getattr(marked, "skipped_links", 0)
+    if dropped:
+        report.notes.append(f"{dropped} links of a chained traceback repeated earlier ones and were "
                             "skipped (the first and the last are read)")
     return report
 

@@ -17,8 +17,10 @@ logger header; digits may differ) is cut; any other line ends it.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 Marked = tuple[int, str, bool, bool]  # as scan.Marked (no import: scan imports the stages before it)
 FIRST_LINKS = 16  # links of a chain always handed on (a chain's first Chain in the timeline)
@@ -115,3 +117,56 @@ class CutChains:
         self._live = False
         while self._held:
             yield from self._held.popleft()
+
+
+MAX_LINK_BYTES = 16 << 10  # a longer link is not compared
+_NOTES_RAW = tuple(n.encode() for n in NOTES)
+_DIGIT_RUNS = re.compile(rb"(\d+)")
+
+
+class LinkRepeats:
+    """The same cut at chunk level, before a line is decoded: past FIRST_LINKS links of a chain,
+    links that repeat the link before them byte for byte (each run of digits aside) are
+    counted and skipped, but for the last LAST_LINKS; what is left goes on to `CutChains`."""
+
+    def __init__(self, head_id: int | None) -> None:
+        self.head_id = head_id  # the matcher's index of HEAD (None: not a word of it)
+        self.skipped = 0
+        self._links = 0
+        self._chunk: bytes | None = None
+        self._at = -1  # where the last `Traceback` line handed on starts in self._chunk
+
+    def heads(self, hits: list[tuple[int, int]]) -> bool:
+        """Whether a line's hits hold HEAD."""
+        return self.head_id is not None and any(i == self.head_id for _, i in hits)
+
+    def skip(self, chunk: bytes, start: int, last: int) -> int:
+        """For a `Traceback` line at chunk[start]: the offset past the repeated links to skip
+        from there (complete lines up to chunk[last]), or `start` when none is skipped."""
+        prev, same = self._at, self._chunk is chunk
+        self._chunk, self._at = chunk, start
+        if not same or prev < 0 or start - prev > MAX_LINK_BYTES:
+            return start
+        link = chunk[prev:start]
+        if not any(n in link for n in _NOTES_RAW):
+            self._links = 1
+            return start
+        self._links += 1
+        if self._links <= FIRST_LINKS:
+            return start
+        pattern, ends, p = _link_pattern(_DIGIT_RUNS.sub(b"0", link)), [], start
+        while (m := pattern.match(chunk, p, last + 1)) is not None and m.end() > p:
+            p = m.end()
+            ends.append(p)
+        drop = len(ends) - LAST_LINKS
+        if drop <= 0:
+            return start
+        self.skipped += drop
+        self._at = ends[drop - 2] if drop >= 2 else start  # the last link skipped: the next one repeats it
+        return ends[drop - 1]
+
+
+@lru_cache(maxsize=32)
+def _link_pattern(link: bytes) -> re.Pattern[bytes]:
+    """A link's bytes with each run of digits (made one `0`) standing for any run of digits."""
+    return re.compile(b"".join(rb"\d+" if i % 2 else re.escape(p) for i, p in enumerate(_DIGIT_RUNS.split(link))))

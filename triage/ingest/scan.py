@@ -25,6 +25,7 @@ from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_request
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
+from triage.ingest.chains import HEAD, LinkRepeats
 from triage.ingest.rows import RowRun
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
@@ -79,6 +80,12 @@ class MarkedLines:
     def __iter__(self) -> Iterator[Marked]:
         return self._lines
 
+    @property
+    def skipped_links(self) -> int:
+        """Links of deep chains the scan skipped (`chains.LinkRepeats`)."""
+        links = getattr(self._scanner, "links", None)
+        return links.skipped if links is not None else 0
+
     def line_complete(self) -> None:
         """The anchor line just handed on holds its whole message: the lines after it are not
         its continuation, so only those with words of their own are handed on (on a serving
@@ -99,6 +106,7 @@ class _Scanner:
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
         # A long table's rows past its first ones go on as blocks (rows.py), the pipeline's way only.
         self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
+        self.links = LinkRepeats(m.index(HEAD)) if quiet else None  # a deep chain's repeated links (chains.py)
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -169,6 +177,12 @@ class _Scanner:
             j = k + 1  # the hits of this line are spots[k:j]
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
+            if self.links is not None and self.links.heads(spots[k:j]):
+                stop = self.links.skip(chunk, line_start, last)
+                if stop > line_start:  # repeated links, counted unread: a `Traceback` line comes next
+                    self.stats.lines += chunk.count(b"\n", line_start, stop)
+                    self.window_left, k, pos = 0, j, stop
+                    continue
             verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
                 if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
             hits, k, pos = spots[k:j], j, end + 1
