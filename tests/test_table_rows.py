@@ -72,7 +72,7 @@ def test_a_short_table_is_read_row_by_row():
     assert blocks == 0
 
 
-@pytest.mark.parametrize("odd", ["[N/A]", "python3 (x)", "job: 7", "a|b", "NVIDIA-SMI 1", "CUDA out of memory"])
+@pytest.mark.parametrize("odd", ["[N/A]", "x\ry", "python3 (x)", "job: 7", "a|b", "NVIDIA-SMI 1", "CUDA out of memory"])
 def test_a_row_the_pattern_does_not_fit_reads_the_block_row_by_row(odd):
     rows = _rows(300, 3)
     rows[150] = f"{30150}, {odd}, 8 MiB"

@@ -56,17 +56,27 @@ class RowRun:
             nl = find(b"\n", p, last + 1)
             if nl < 0 or nl - p > MAX_ROW or k >= n or spots[k][0] >= nl:
                 break  # the row at p holds no word (or is no complete row)
-            if count(b",", p, nl) != commas or find(b"|", p, nl) >= 0 or find(b"\r", p, nl) >= 0:
+            if count(b",", p, nl) != commas:
                 break
             j = k
             while j < n and spots[j][0] < nl:
                 if spots[j][1] < 0 or not row_word[spots[j][1]]:
-                    return p
+                    return _clean_end(chunk, pos, p)
                 j += 1
             k, p = j, nl + 1
-        return p
+        return _clean_end(chunk, pos, p)
 
     def took(self, rows: int) -> None:
         """`rows` rows were handed on as a block: the run goes on past them."""
         self.count += rows
         self.next_no += rows
+
+
+def _clean_end(chunk: bytes, pos: int, end: int) -> int:
+    """`end`, or the start of the first row of chunk[pos:end] holding a `|` or a `\r` (searched
+    once over the block, not row by row)."""
+    for mark in (b"|", b"\r"):
+        at = chunk.find(mark, pos, end)
+        if at >= 0:
+            end = chunk.rfind(b"\n", pos, at) + 1 or pos
+    return end
