@@ -113,3 +113,9 @@ def test_the_scan_skips_repeated_links_within_a_chunk(chunk, monkeypatch):
     assert marked.skipped_links > 0 and stats.lines == data.count(b"\n")
     assert len(handed) < data.count(b"\n") - 4 * marked.skipped_links
     _same(data, monkeypatch)
+
+
+def test_a_link_too_long_to_hold_is_handed_on(monkeypatch):
+    frames = "\n".join(E.format(s=27) + f'  File "/x/m.py", line {i}, in f{i}' for i in range(chains.MAX_LINK_LINES + 50))
+    data = _log(200, odd={40: frames[len(E.format(s=27)):] + "\n" + E.format(s=27) + "RuntimeError: attempt 40 failed"})
+    _same(data, monkeypatch)

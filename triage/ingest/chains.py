@@ -26,6 +26,7 @@ Marked = tuple[int, str, bool, bool]  # as scan.Marked (no import: scan imports 
 FIRST_LINKS = 16  # links of a chain always handed on (a chain's first Chain in the timeline)
 LAST_LINKS = 4  # the latest repeated links handed on when the chain ends
 MAX_SHAPES = 64  # link shapes remembered per chain
+MAX_LINK_LINES = 400  # a link held back is at most this long
 HEAD = "Traceback (most recent call last):"
 NOTES = ("During handling of the above exception", "The above exception was the direct cause")
 _DIGITS = str.maketrans("0123456789", "#" * 10)
@@ -79,6 +80,10 @@ class CutChains:
             self._link.append(item)
             self._shape.append(shape)
             self._noted = self._noted or NOTES[0] in raw or NOTES[1] in raw
+            if len(self._link) > MAX_LINK_LINES:  # too long to hold: handed on, the chain no longer cut
+                yield from self._flush()
+                yield from self._link
+                self._reset(None)
         yield from self._end_link()
         yield from self._flush()
 
@@ -135,6 +140,7 @@ class LinkRepeats:
         self._links = 0
         self._chunk: bytes | None = None
         self._at = -1  # where the last `Traceback` line handed on starts in self._chunk
+        self._key_before = b""  # the last link's bytes, each run of digits made one `0`
 
     def heads(self, hits: list[tuple[int, int]]) -> bool:
         """Whether a line's hits hold HEAD."""
@@ -154,7 +160,11 @@ class LinkRepeats:
         self._links += 1
         if self._links <= FIRST_LINKS:
             return start
-        pattern, ends, p = _link_pattern(_DIGIT_RUNS.sub(b"0", link)), [], start
+        key = _DIGIT_RUNS.sub(b"0", link)
+        if key != self._key_before:  # built only for a link that repeats the one before it
+            self._key_before = key
+            return start
+        pattern, ends, p = _link_pattern(key), [], start
         while (m := pattern.match(chunk, p, last + 1)) is not None and m.end() > p:
             p = m.end()
             ends.append(p)
