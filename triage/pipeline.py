@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
+from triage.ingest.chains import CutChains
 from triage.ingest.lines import Line
 from triage.ingest.read import InputStats, iter_chunks
 from triage.ingest.reshape import Unfolded
@@ -50,7 +51,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     order = _Order()
     marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, matcher(), MAX_JOINS,
                          wrap_sample=options.wrap_sample)
-    for line, events in line_events(Unfolded(marked, matcher().classify), LineRedactor() if options.redact else None):
+    chains = CutChains(Unfolded(marked, matcher().classify))
+    for line, events in line_events(chains, LineRedactor() if options.redact else None):
         texts[line.no] = (line.origin, evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -68,6 +70,10 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     report = build_report(timeline, rules, texts, stats)
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
+    dropped = chains.dropped + getattr(marked, "skipped_links", 0)
+    if dropped:
+        report.notes.append(f"{dropped} links of a chained traceback repeated earlier ones and were "
+                            "skipped (the first and the last are read)")
     return report
 
 

@@ -25,6 +25,8 @@ from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_request
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
+from triage.ingest.chains import HEAD, LinkRepeats
+from triage.ingest.rows import RowRun
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
@@ -78,6 +80,12 @@ class MarkedLines:
     def __iter__(self) -> Iterator[Marked]:
         return self._lines
 
+    @property
+    def skipped_links(self) -> int:
+        """Links of deep chains the scan skipped (`chains.LinkRepeats`)."""
+        links = getattr(self._scanner, "links", None)
+        return links.skipped if links is not None else 0
+
     def line_complete(self) -> None:
         """The anchor line just handed on holds its whole message: the lines after it are not
         its continuation, so only those with words of their own are handed on (on a serving
@@ -96,6 +104,9 @@ class _Scanner:
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
         # latest line, held back (None: the line handed on last is the run's latest).
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
+        # A long table's rows past its first ones go on as blocks (rows.py), the pipeline's way only.
+        self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
+        self.links = LinkRepeats(m.index(HEAD)) if quiet else None  # a deep chain's repeated links (chains.py)
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -154,12 +165,24 @@ class _Scanner:
             if off < pos:
                 k += 1
                 continue  # another hit in a line already handed on
+            if self.rows is not None and self.rows.count and not self.window_left:
+                stop = self.rows.block_end(chunk, pos, last, spots, k, self.stats.lines + 1)
+                if stop > pos:
+                    yield from self._block(chunk, pos, stop)
+                    pos = stop
+                    continue
             line_start = chunk.rfind(b"\n", 0, off) + 1
             yield from self._skip(chunk, pos, line_start)
             end = chunk.find(b"\n", off)
             j = k + 1  # the hits of this line are spots[k:j]
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
+            if self.links is not None and self.links.heads(spots[k:j]):
+                stop = self.links.skip(chunk, line_start, last)
+                if stop > line_start:  # repeated links, counted unread: a `Traceback` line comes next
+                    self.stats.lines += chunk.count(b"\n", line_start, stop)
+                    self.window_left, k, pos = 0, j, stop
+                    continue
             verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
                 if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
             hits, k, pos = spots[k:j], j, end + 1
@@ -178,6 +201,14 @@ class _Scanner:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
+
+    def _block(self, chunk: bytes, pos: int, stop: int) -> Iterator[Marked]:
+        """Rows of a long table (rows.py) handed on as one line whose text joins them by `\\n`."""
+        rows = chunk.count(b"\n", pos, stop)
+        first = self.stats.lines + 1
+        self.stats.lines += rows
+        self.rows.took(rows)  # type: ignore[union-attr]
+        yield from self._emit((first, chunk[pos:stop - 1].decode("utf-8", "replace"), False, True))
 
     def _quiet(self, line: bytes, verdict: bytes | str) -> None:
         """A line the pipeline would read to no effect: a request line (dropped unread) or a
@@ -238,7 +269,12 @@ class _Scanner:
         if grammar:
             self.window_left = self.window
         if grammar or evidence or in_window:
-            yield from self._emit((self.stats.lines, text, grammar, evidence))
+            if self.rows is not None:
+                self.rows.see(text, self.stats.lines, grammar, evidence)
+            if self.runs:
+                yield from self._emit((self.stats.lines, text, grammar, evidence))
+            else:  # no metrics line held: handed on as it is (one generator less per line)
+                yield self.stats.lines, text, grammar, evidence
 
 
 class _RepairScanner:

@@ -40,6 +40,12 @@ def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = N
     complete = getattr(marked, "line_complete", None)
     bars_seen: set[str] = set()
     for no, raw, anchored, bundled in marked:
+        if "\n" in raw:  # rows of a long table past its first ones (ingest/rows.py)
+            if held is not None and held[2]:
+                yield held[1], held[2]
+            held, joins, last = None, 0, no + raw.count("\n")
+            yield from _table_rows(no, raw.split("\n"), clean, evidence)
+            continue
         if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
             joined = peel(redact_text(held[0] + raw) if clean else held[0] + raw, held[1].no)
             events, ran_out = parse_line_detail(joined)
@@ -83,6 +89,21 @@ def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = N
                 yield line, found
     if held is not None and held[2]:
         yield held[1], held[2]
+
+
+def _table_rows(no: int, rows: list[str], clean: Callable[[str], str] | None,
+                reader: BundleReader) -> Iterator[tuple[Line, list[ev.Event]]]:
+    """A block of table rows: the largest and the last read whole, the others counted and summed
+    by one pattern (`BundleReader.tally`); every row read whole when the pattern does not fit."""
+    tally = reader.tally(rows)
+    keep, counted, held = tally if tally is not None else (range(len(rows)), 0, 0)
+    for i in keep:
+        line = peel(clean(rows[i]) if clean else rows[i], no + i)
+        found = reader.read(line)
+        if counted and i == len(rows) - 1:
+            found = [*found, ev.GpuProcessesCounted(line=line.no, origin=line.origin, count=counted, bytes=held)]
+        if found:
+            yield line, found
 
 
 # A progress bar's update line (tqdm: "Loading safetensors checkpoint shards:  53% Completed |

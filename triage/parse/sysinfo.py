@@ -9,7 +9,9 @@ their capacity and use, the processes holding GPU memory, driver/CUDA/torch/vLLM
 
 from __future__ import annotations
 
+import heapq
 import re
+from functools import lru_cache
 
 from triage.model import events as ev
 from triage.ingest.lines import Line
@@ -36,6 +38,7 @@ _ENV = {
     "CUDA used to build PyTorch:": "torch_cuda_version", "CUDA runtime version:": "cuda_runtime_version",
 }
 _ENV_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID[^()]*\))?$")
+KEPT_ROWS = 32  # rows of a block of process rows read whole (the largest): a report lists 16
 
 
 class BundleReader:
@@ -63,6 +66,24 @@ class BundleReader:
             if made is not None:
                 return made
         return []
+
+    def tally(self, rows: list[str]) -> tuple[list[int], int, int] | None:
+        """For a block of process rows past a CSV's first ones (ingest/rows.py): the indexes of
+        the rows to read whole (the KEPT_ROWS largest and the last), and how many the others are
+        and the bytes they hold. None when a row is not exactly what `_csv` reads as a process
+        (the block is then read row by row): pid first, figures in MiB, nothing a peeler or
+        another reader would take (brackets, colons, `|`, parentheses, backslashes)."""
+        pattern = _row_pattern(tuple(self.csv_columns or ()))
+        block = "\n".join(rows) + "\n"
+        if pattern is None or self.in_fuser or any(w in block for w in _NOT_ROWS):
+            return None
+        found = pattern.findall(block)
+        if len(found) != len(rows):
+            return None
+        sizes = [int(float(f) * MiB) for f in found]
+        keep = sorted(heapq.nlargest(KEPT_ROWS, range(len(sizes) - 1), key=sizes.__getitem__)) + [len(sizes) - 1]
+        kept = sum(sizes[i] for i in keep)
+        return keep, len(sizes) - len(keep), sum(sizes) - kept
 
     def _smi_header(self, text: str, where: dict) -> list[ev.Event] | None:
         m = _SMI_HEADER.search(text)
@@ -140,6 +161,21 @@ class BundleReader:
         if m:
             return [ev.GpuInfo(**where, index=int(m.group(1)), name=m.group(2))]
         return None
+
+
+_NOT_ROWS = ("memory.total", "used_memory", "used_gpu_memory", "NVIDIA-SMI", "/dev/nvidia")  # other readers' words
+_ROW_FIELD = r" *[^,\n\[\]()\\:|\x1b]*"
+
+
+@lru_cache(maxsize=8)
+def _row_pattern(columns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One process row of a CSV with these columns, its used memory (MiB) the one group."""
+    memory = "used_memory" if "used_memory" in columns else "used_gpu_memory"
+    if len(columns) < 2 or columns[0] != "pid" or memory not in columns or len(set(columns)) != len(columns):
+        return None
+    fields = [r"\d{1,18}"] + [_ROW_FIELD] * (len(columns) - 1)
+    fields[columns.index(memory)] = r" *(\d{1,15}(?:\.\d{1,15})?) *MiB *"
+    return re.compile("(?m)^" + ",".join(fields) + r"\n")
 
 
 _MIB = re.compile(r"(\d+(?:\.\d+)?)\s*MiB")

@@ -31,5 +31,5 @@ from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Cla
 )
 from triage.model.events import layers as _layers  # noqa: F401 - its classes register their kinds
 from triage.model.events.evidence import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    GpuInfo, GpuProcess, SystemInfo,
+    GpuInfo, GpuProcess, GpuProcessesCounted, SystemInfo,
 )

@@ -35,6 +35,16 @@ class GpuProcess(Event):
 
 
 @event
+class GpuProcessesCounted(Event):
+    """Rows of a long process table counted and summed, not read one by one: a report lists
+    the largest processes (read whole) and counts the rest (`ingest/rows.py`)."""
+
+    kind = "gpu_processes_counted"
+    count: int = 0
+    bytes: int = 0
+
+
+@event
 class SystemInfo(Event):
     """Driver, CUDA and torch versions (nvidia-smi header, collect_env)."""
 

@@ -1,0 +1,49 @@
+"""Each secret shape's pattern runs only on a text holding a literal its matches need
+(`redact._NEEDS`): held to running every pattern on every text, on a secret of each shape
+(alone, inside a line, in upper and lower case) and on every fixture line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from triage.diagnose import redact
+
+SECRETS = [
+    "-----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEAx3Yz-----END RSA PRIVATE KEY-----",
+    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "sk-proj-Ab3dEf_Gh1jKlMn0pQrStUvWxYz-0123456789abcd",
+    "sk_live_AbCdEfGhIjKlMnOpQrSt", "rk_test_AbCdEfGhIjKlMnOpQrSt", "gsk_AbCdEfGhIjKlMnOpQrStUvWx",
+    "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", "glpat-AbCdEfGhIjKlMnOpQrStUv", "nvapi-AbCdEfGhIjKlMnOpQrStUvWx",
+    "r8_AbCdEfGhIjKlMnOpQrStUv", "pypi-" + "Ab1" * 15, "npm_" + "Ab1" * 11, "ghp_abcdefghijklmnopqrstuvwxyz0123",
+    "gho_abcdefghijklmnopqrstuvwxyz0123", "github_pat_11ABCDEFG0abcdefghijklmnop_qrstuvwxyz",
+    "xoxb-123456789012-1234567890123-AbCdEfGh", "xapp-1-A0123456789-0123", "AKIAIOSFODNN7EXAMPLE",
+    "ASIAIOSFODNN7EXAMPLE", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz", "Basic dXNlcjpwYXNzd29yZDEyMzQ=", "token abcdef0123456789",
+    "https://alice:S3cr3t-P%40ss@example.com/org/model", "redis://:p@ss@w0rd@cache.internal:6379",
+]
+FIXTURES = sorted(Path(__file__).parent.parent.joinpath("fixtures").rglob("*.log"))
+
+
+def _every_pattern(text: str) -> str:
+    for pattern, repl in redact._PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _cases(text: str) -> list[str]:
+    return [text, text.upper(), text.lower(), f"(APIServer pid=1) INFO 10-02 16:20:11 [x.py:1] args: {text} end"]
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_the_gates_let_every_planted_secret_through(secret):
+    for text in _cases(secret):
+        assert redact._shapes(text) == _every_pattern(text)
+
+
+def test_the_gates_change_nothing_on_fixture_lines():
+    for path in FIXTURES:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            for text in _cases(line)[:3]:
+                assert redact._shapes(text) == _every_pattern(text), (path.name, text[:120])
