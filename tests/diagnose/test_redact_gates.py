@@ -23,7 +23,7 @@ SECRETS = [
     "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz", "Basic dXNlcjpwYXNzd29yZDEyMzQ=", "token abcdef0123456789",
     "https://alice:S3cr3t-P%40ss@example.com/org/model", "redis://:p@ss@w0rd@cache.internal:6379",
 ]
-FIXTURES = sorted(Path(__file__).parent.parent.joinpath("fixtures").rglob("*.log"))
+FIXTURES = sorted(Path(__file__).parents[2].joinpath("fixtures").rglob("*.log"))
 
 
 def _every_pattern(text: str) -> str:
