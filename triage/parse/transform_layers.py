@@ -205,9 +205,6 @@ class LayerEvents(Transformer):
         return {"kind": "config_invalid", "problem": text[:-len("[type=")].strip(),
                 "value": value.group(1) if value else None}
 
-    def main_guard(self, head, tail=None):
-        return {"kind": "main_guard_missing"}
-
     def collective(self, head, tail=None):
         text, rest = str(head), str(tail or "")
         backend = ("oneCCL" if "CCL" in text and "HCCL" not in text else "HCCL" if "hccl" in text.lower()
