@@ -1,5 +1,5 @@
 """Each secret shape's pattern runs only on a text holding a literal its matches need
-(`redact._NEEDS`): held to running every pattern on every text, on a secret of each shape
+(each pattern's `Needs`): held to running every pattern on every text, on a secret of each shape
 (alone, inside a line, in upper and lower case) and on every fixture line."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ FIXTURES = sorted(Path(__file__).parents[2].joinpath("fixtures").rglob("*.log"))
 
 
 def _every_pattern(text: str) -> str:
-    for pattern, repl in redact._PATTERNS:
+    for pattern, repl, _needs in redact._PATTERNS:
         text = pattern.sub(repl, text)
     return text
 

@@ -24,43 +24,59 @@ MASK = "[REDACTED]"
 _SECRET_NAME = r"(?:api[_\-]?key|token|password|passwd|secret|authorization)"
 _PLACEHOLDER = re.compile(r"<[^<>\n]{1,100}>|\[REDACTED\]")
 
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+
+class Needs:
+    """Literals one of which every match of a pattern holds (in the lower-cased text when
+    `lower`): the pattern is run only on a text holding one (each pattern costs ~5 us on a
+    600-character argument dump, and runs on every line that holds a trigger word)."""
+
+    __slots__ = ("words", "lower")
+
+    def __init__(self, words: tuple[str, ...], lower: bool = False) -> None:
+        self.words, self.lower = words, lower
+
+    def met(self, text: str) -> bool:
+        hay = text.lower() if self.lower else text
+        return any(w in hay for w in self.words)
+
+
+# (pattern, replacement, what every match holds)
+_PATTERNS: list[tuple[re.Pattern[str], str, Needs]] = [
     # private key blocks, whole (to the end of the text when the END line is missing)
     (re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
-                r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), MASK),
+                r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), MASK,
+     Needs(('PRIVATE KEY',))),
     # Hugging Face user/org tokens
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), MASK),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), MASK,
+     Needs(('hf_',))),
     # OpenAI / Anthropic / DeepSeek style keys: sk-..., sk-proj-..., sk-ant-api03-...
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), MASK,
+     Needs(('sk-',))),
     # Stripe-style live/test keys, Groq, Google, GitLab, NVIDIA, Replicate, PyPI, npm
     (re.compile(r"\b(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
                 r"|glpat-[A-Za-z0-9_\-]{20,}|nvapi-[A-Za-z0-9_\-]{20,}|r8_[A-Za-z0-9]{20,}"
-                r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"), MASK),
+                r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"), MASK,
+     Needs(('k_live_', 'k_test_', 'gsk_', 'AIza', 'glpat-', 'nvapi-', 'r8_', 'pypi-', 'npm_'))),
     # GitHub and Slack tokens, Slack webhooks
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
-                r"|xapp-[A-Za-z0-9\-]{10,})"), MASK),
-    (re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK),
+                r"|xapp-[A-Za-z0-9\-]{10,})"), MASK,
+     Needs(('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'xapp-'))),
+    (re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK,
+     Needs(('hooks.slack.com/',))),
     # AWS access key ids
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK),
+    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
+     Needs(('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA'))),
     # JSON Web Tokens (three base64url parts, the first two JSON objects)
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK,
+     Needs(('eyJ',))),
     # Authorization headers and bearer tokens
-    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK),
+    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK,
+     Needs(('bearer', 'basic', 'token'), lower=True)),
     # credentials inside URLs: scheme://user:password@host (a password may hold '@'; the last one ends it)
     (re.compile(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
-     r"\1" + MASK + "@"),
+     r"\1" + MASK + "@",
+     Needs(('://',))),
 ]
-# For each of _PATTERNS, literals one of which every match holds (in the lower-cased text when
-# the second item is True): a pattern is run only on a text holding one (each costs ~5 us
-# on a 600-character argument dump, run on every line that holds a trigger word).
-_NEEDS: list[tuple[tuple[str, ...], bool]] = [
-    (("PRIVATE KEY",), False), (("hf_",), False), (("sk-",), False),
-    (("k_live_", "k_test_", "gsk_", "AIza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_"), False),
-    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-"), False),
-    (("hooks.slack.com/",), False), (("AKIA", "ASIA", "AGPA", "AIDA", "AROA"), False), (("eyJ",), False),
-    (("bearer", "basic", "token"), True), (("://",), False),
-]
-assert len(_NEEDS) == len(_PATTERNS)
 # A secret-bearing flag and its value, as a shell line or an argv list prints it:
 #   --api-key tok   --api-key "tok"   --api-key 'tok'   '--api-key', 'tok'   "--hf-token", "tok"
 # (not a usage text's metavar: [--api-key API_KEY] [--hf-token [HF_TOKEN]])
@@ -175,10 +191,9 @@ def redact_shapes(text: str) -> str:
 
 
 def _shapes(text: str) -> str:
-    """_PATTERNS applied, each only to a text holding a literal its matches need (_NEEDS)."""
-    for (pattern, repl), (needs, lower) in zip(_PATTERNS, _NEEDS):
-        hay = text.lower() if lower else text
-        if any(w in hay for w in needs):
+    """_PATTERNS applied, each only to a text holding a literal its matches need."""
+    for pattern, repl, needs in _PATTERNS:
+        if needs.met(text):
             text = pattern.sub(repl, text)
     return text
 
