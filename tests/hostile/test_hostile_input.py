@@ -2,7 +2,8 @@
 
 Property tests (hypothesis) drive reading, line peeling, parsing and the rule expression
 language with arbitrary bytes and with mutations of real log lines: nothing raises but the
-tool's own errors, every physical line is counted, and time stays linear in the input.
+tool's own errors, every physical line is counted, every pathological shape gets a sound
+answer, and the pipeline's work (counted calls, not time) grows linearly with the lines.
 Explicit cases go through the CLI: empty input, NUL bytes, invalid UTF-8, UTF-16, a 100 MB
 line, 10 million empty lines, binaries, gzip (and a gzip bomb), absurd figures, paths that
 are not readable files.
@@ -24,14 +25,15 @@ import random
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import line_shapes
 from conftest import FIXTURES, ROOT
+from line_shapes import PATHOLOGICAL
 from triage.model import events as ev
 from triage.ingest import read
 from triage.rule_engine.budget import Budget, BudgetExceeded
@@ -43,10 +45,8 @@ from triage.rule_engine.functions import FUNCTIONS
 from triage.rule_engine.template import compile_template
 from triage.timeline.facts import Fact
 from triage.ingest.lines import Line, peel
-from triage.parse.grammar import anchors
-from triage.parse.parse import _SEEN, parse_line_detail
+from triage.parse.parse import parse_line_detail
 from triage.ingest.read import InputStats, iter_lines
-from triage.diagnose.redact import redact_text
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 EXAMPLES = 3000 if FUZZ else 80
@@ -103,9 +103,6 @@ def expected_lines(data: bytes) -> int:
 
 # ---- strategies ---------------------------------------------------------------------------------
 
-PATHOLOGICAL = [" ", "(", "1", "[", ",", "GiB", "GiB ", "1.5 GiB, ", "a", "a.", "a-", "a_", "Error", "Error.",
-                "\t", "'", '"', "x]", ")", ":", "[rank0]:", "(VllmWorker pid=1) ", "\x1b[", "^[[", "#033[",
-                "token=", "https://", "a:b@", "-----BEGIN ", "{", "|", "> ", "0: ", "é", "\r"]
 ANCHORS = ["CUDA out of memory. ", ": error: ", " is not divisible by ", "Error: ", " has no vLLM implementation",
            "[repeated 3x across cluster]", "Tried to allocate ", "GiB", "Traceback (most recent call last):",
            'File "x.py", line 1, in f', "max seq len (", "total_gpu_memory (", "# GPU blocks: "]
@@ -221,100 +218,55 @@ def test_pipeline_on_mutated_logs_counts_every_line(lines):
     assert code in (0, 1) and report["input"]["lines"] == expected_lines(data)
 
 
-# ---- linear time ---------------------------------------------------------------------------------
+# ---- pathological shapes ---------------------------------------------------------------------------
+# Every shape of line_shapes.py at full size through the reader it is aimed at: a sound answer.
+# How the time grows is measured by benchmarks/linearity.py (the suite asserts no speed); that
+# no regex can backtrack exponentially is checked statically (test_regex_shapes.py).
 
-def _best_time(fn, arg, repeat: int = 3) -> float:
-    """The least CPU time of a few runs: CPU time, not wall time, so another process keeping a
-    core busy (a loaded CI machine) does not count against the function."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
+FULL = 30_000 * SCALE  # characters: under the 64 KiB line cap, 100x the shortest measured
+
+
+@pytest.mark.parametrize("label, reader, unit, prefix, suffix",
+                         [(label, fn, *s) for label, fn, shapes in line_shapes.families() for s in shapes],
+                         ids=[f"{label}-{repr(s[1] + s[0] + s[2])[1:-1][:24]}"
+                              for label, _, shapes in line_shapes.families() for s in shapes])
+def test_each_pathological_shape_gets_a_sound_answer(label, reader, unit, prefix, suffix):
+    text = line_shapes.shape(unit, prefix, suffix)(FULL)
+    out = reader(text)
+    if label == "redact":
+        assert isinstance(out, str) and len(out) <= 2 * len(text) + 64  # masks, does not multiply
+    elif label == "peel+parse":
+        assert all(isinstance(e, ev.Event) for e in out)
+
+
+def _calls(fn, arg) -> int:
+    """Python and C function calls made by fn(arg): a count of work that no load can change."""
+    count = 0
+
+    def profile(frame, event, _arg) -> None:
+        nonlocal count
+        if event == "call" or event == "c_call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
         fn(arg)
-        best = min(best, time.process_time() - start)
-    return best
+    finally:
+        sys.setprofile(None)
+    return count
 
 
-def assert_linear(fn, make, base: int, label: str) -> None:
-    """Time n, 10n and 100n: linear work grows 10x and 100x, quadratic 100x and 10000x.
-
-    The bounds are wide (100x, 2000x, against a floor of half a millisecond: a fifth of what a
-    quadratic cost gives at 100n) so a loaded machine or a cold cache does not fail them, while
-    any super-linear regex still does, and fails early. Speed itself lives in benchmarks/.
-    """
-    floor = 5e-4
-    small = max(_best_time(fn, make(base)), floor)
-    ten = _best_time(fn, make(10 * base))
-    assert ten / small < 100, f"{label}: 10x input took {ten / small:.0f}x the time ({small:.4f}s -> {ten:.4f}s)"
-    hundred = _best_time(fn, make(100 * base), repeat=2)
-    assert hundred / small < 2000, f"{label}: 100x input took {hundred / small:.0f}x the time"
-
-
-def _shape(unit: str, prefix: str = "", suffix: str = ""):
-    return lambda n: prefix + (unit * (n // len(unit) + 1))[:n] + suffix
-
-
-def _peel_parse(text: str) -> None:
-    _SEEN.clear()  # texts parsed lately are remembered: time the parse, not the memo
-    parse_line_detail(peel(text, 1))
-
-
-LINEAR_SHAPES = [
-    (" ", "", "x]"), (" ", "", "x)"), ("\t", "", ")"), ("(", "", ""), ("1", "", ": error: "), ("[", "", ""),
-    (",", "", ""), ("GiB", "", ""), ("1.5 GiB, ", "CUDA out of memory. Tried to allocate ", ""),
-    ("a", "", ": error: "), ("a.", "", " has no vLLM implementation"), ("a-", "", ""), ("1", "", " is not divisible by 2"),
-    ("Error", "", ""), ("Error.", "", ""), ("a", "", "Error"), ("(", "ValueError: ", ")"), ("'", "", ""),
-    ("[rank0]:", "", ""), ("(VllmWorker pid=1) ", "", ""), ("\x1b[", "", ""), ("0: ", "", ""), ("> ", "", ""),
-    ("1", "INFO 01-01 00:00:00 [x.py:1] max seq len (", ")"), ("é", "", "Error"),
-]
-
-
-@pytest.mark.parametrize("unit, prefix, suffix", LINEAR_SHAPES, ids=[repr(u + s)[1:-1][:20] for u, _, s in LINEAR_SHAPES])
-def test_peel_and_parse_stay_linear(unit, prefix, suffix):
-    # 300 -> 30,000 characters: 100x stays under the 64 KiB line cap
-    assert_linear(_peel_parse, _shape(unit, prefix, suffix), 300 * min(SCALE, 2), f"peel+parse {unit!r}")
-
-
-REDACT_SHAPES = [" ", "a", "a-", "a.", "token", "a-token=x ", "https://", "a://b:", "hf_", "sk-", "bearer ",
-                 "-----BEGIN RSA PRIVATE KEY-----", "'", "token='", "[", "--api-key ", "@"]
-
-
-@pytest.mark.parametrize("unit", REDACT_SHAPES)
-def test_redaction_stays_linear(unit):
-    assert_linear(redact_text, _shape(unit), 300 * min(SCALE, 2), f"redact {unit!r}")
-
-
-# (unit, prefix, suffix); the reader strips lines, so runs of spaces need a suffix to stay
-BUNDLE_SHAPES = [(" ", "|", "x"), (" ", "| 0 ", "On x"), (" ", "| 0 ", "x Off"), (" ", "| 0 1 C ", "1 x"),
-                 (" ", "| 0 N/A N/A 7 C ", "1MiB"), (" ", "| 0 ", ""), (" 1", "| 0 ", ""), (" a", "| 0 ", ""), (" x1 ", "| 0 1 2 C ", ""),
-                 (" 1", "|    0   N/A  N/A      2345      C   ", ""), (" N/A", "| 0 ", ""), (" On", "| 0 ", " x"),
-                 (" 1MiB", "| 0 1 C ", ""), ("MiB ", "| ", ""), (" ", "NVIDIA-SMI ", ""), (" ", "/dev/nvidia0: ", "")]
-
-
-@pytest.mark.parametrize("unit, prefix, suffix", BUNDLE_SHAPES,
-                         ids=[repr(p + u)[1:-1][:24] for u, p, _ in BUNDLE_SHAPES])
-def test_evidence_reading_stays_linear(unit, prefix, suffix):
-    """nvidia-smi and fuser rows are read by regexes with a lazy name between runs of spaces."""
-    from triage.parse.sysinfo import BundleReader
-
-    def read_line(text: str) -> None:
-        BundleReader().read(Line(no=1, text=text, raw=text))
-
-    assert_linear(read_line, _shape(unit, prefix, suffix), 300 * min(SCALE, 2), f"bundle {prefix + unit!r}")
-
-
-def test_anchor_scan_stays_linear_on_every_pathological_shape():
-    pattern, _ = anchors()
-    for unit in PATHOLOGICAL:
-        assert_linear(lambda s: list(pattern.finditer(s)), _shape(unit), 300, f"anchors {unit!r}")
-
-
-def test_whole_pipeline_stays_linear_in_the_number_of_lines():
+def test_whole_pipeline_work_grows_linearly_with_the_lines():
+    """The calls the pipeline makes on 10x and 100x the lines: about 10x and 100x (each line
+    costs the same), not 100x and 10000x (a rescan per line). Counted, not timed."""
     from triage.pipeline import run
 
     lines = random.Random(7).sample(REAL_LINES, 100)
     block = ("\n".join(lines) + "\n").encode()
-    run(io.BytesIO(block), "warm")
-    assert_linear(lambda data: run(io.BytesIO(data), "x"), lambda n: block * (n // 100), 100 * SCALE, "pipeline")
+    run(io.BytesIO(block), "warm")  # caches and lazy imports filled before counting
+    one, ten, hundred = (_calls(lambda data: run(io.BytesIO(data), "x"), block * k) for k in (1, 10, 100))
+    assert ten / one < 14, f"10x the lines made {ten / one:.1f}x the calls ({one} -> {ten})"
+    assert hundred / one < 140, f"100x the lines made {hundred / one:.1f}x the calls ({one} -> {hundred})"
 
 
 # ---- the CLI on hostile input ---------------------------------------------------------------------
@@ -376,13 +328,12 @@ def _write_big(path: Path, unit: bytes, total: int) -> None:
 
 
 def _cli_in_subprocess(args: list[str]) -> dict:
-    """Exit code, seconds, peak RSS (MiB), stdout and stderr of the CLI in a fresh process."""
-    code = ("import io, json, resource, time\n"
+    """Exit code, peak RSS (MiB), stdout and stderr of the CLI in a fresh process."""
+    code = ("import io, json, resource\n"
             "from triage.apps.cli import main\n"
             "out, err = io.StringIO(), io.StringIO()\n"
-            "t = time.process_time()\n"
             f"rc = main({args!r}, stdout=out, stderr=err)\n"
-            "print(json.dumps({'rc': rc, 'seconds': time.process_time() - t, 'out': out.getvalue(), 'err': err.getvalue(),"
+            "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'err': err.getvalue(),"
             " 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -399,7 +350,6 @@ def test_a_100_mb_single_line_is_cut_in_bounded_memory_and_time(tmp_path):
     assert report["input"]["lines"] == 1 and report["input"]["truncated_lines"] == 1
     assert report["input"]["bytes"] == big.stat().st_size
     assert result["rss_mib"] < 400, f"peak memory {result['rss_mib']} MiB for a {size >> 20} MiB line"
-    assert result["seconds"] < 30
 
 
 def test_a_100_mb_line_through_the_reader_yields_one_capped_line():
@@ -417,19 +367,15 @@ def test_a_100_mb_line_through_the_reader_yields_one_capped_line():
             self.left -= n
             return n
 
-    start = time.process_time()
     lines = list(iter_lines(io.BufferedReader(Endless()), stats))
     assert len(lines) == 1 and len(lines[0]) == read.MAX_LINE_CHARS - read.CUT_WORD_CHARS and stats.truncated_lines == 1
-    assert time.process_time() - start < 30  # CPU seconds: a hang or a quadratic cut, not a busy machine
 
 
 def test_ten_million_empty_lines(tmp_path):
     n = 10_000_000
     path = tmp_path / "empty-lines.log"
     path.write_bytes(b"\n" * n)
-    start = time.process_time()
     code, out, _ = cli([str(path), "-f", "json"])
-    assert time.process_time() - start < 60  # CPU seconds, so a loaded machine does not fail it
     report = json.loads(out)
     assert code == 0 and report["input"]["lines"] == n and report["outcome"] == "incomplete"
 
@@ -621,12 +567,10 @@ def test_expressions_compile_or_refuse_and_evaluate_or_refuse(source, x):
     except ExpressionError as exc:
         assert "\n" not in str(exc) or source.count("\n")
         return
-    start = time.process_time()
     try:
         expr.evaluate(_context(x), Trace(budget=Budget(RULE_OPS)))  # the bound a rule runs under
     except (ExpressionError, BudgetExceeded):
         pass
-    assert time.process_time() - start < 10  # CPU seconds: a hang inside one function, not a busy machine
 
 
 @PROPERTY
@@ -653,12 +597,10 @@ def test_templates_render_text_or_none(source, x):
     "gib(" + "9" * 29 + ")", "round_down(5, 0)", "len(5)", "last(5)", "int(1e30)", "1e30 * 1e30", "-(-(-1e30))",
 ])
 def test_functions_on_hostile_arguments_are_quick_and_clean(source):
-    start = time.process_time()
     try:
         compile_expr(source).evaluate(_context(1), Trace(budget=Budget(RULE_OPS)))
     except (ExpressionError, BudgetExceeded):
         pass
-    assert time.process_time() - start < 10  # CPU seconds: round(5, -10**9) would take hours
 
 
 def test_errors_of_the_hierarchy_are_one_line():

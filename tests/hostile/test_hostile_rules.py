@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -42,12 +41,11 @@ def pack(tmp_path: Path, text: str | bytes, name: str = "pack.yaml") -> Path:
 
 
 def problems(tmp_path: Path, text: str | bytes) -> list[str]:
-    """The problems of one pack; loading must end in RulePackError, fast, and nothing else."""
+    """The problems of one pack; loading must end in RulePackError and nothing else (a YAML
+    bomb is refused by the byte and depth caps before it expands: no clock needed)."""
     path = pack(tmp_path, text)
-    start = time.process_time()
     with pytest.raises(RulePackError) as info:
         load_packs([path], CAUSES)
-    assert time.process_time() - start < 20  # CPU seconds: a YAML bomb takes minutes, a busy machine none
     found = [str(p) for p in info.value.problems]  # as the CLI prints them
     assert found and all(p.path == str(path) for p in info.value.problems)
     return found
