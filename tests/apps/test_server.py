@@ -379,7 +379,7 @@ def test_serve_command_end_to_end():
         proc.send_signal(signal.SIGINT)  # Ctrl-C: the server stops, and its workers with it
         _, err = proc.communicate(timeout=20)
         assert proc.returncode in (0, 130), err  # 130: stopped by SIGINT, as shells count it
-        assert wait_for(lambda: not any(alive(pid) for pid in workers), 10), "worker processes outlived the server"
+        assert wait_for(lambda: not any(alive(pid) for pid in workers)), "worker processes outlived the server"
     finally:
         if proc.poll() is None:
             proc.kill()
