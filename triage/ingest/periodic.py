@@ -26,6 +26,9 @@ Two levels use this module:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+
+from triage.ingest.matcher import Matcher
 
 METRICS_WORD = "Avg prompt throughput:"  # the grammar's anchor for the line (READY in vllm_log.lark)
 
@@ -58,19 +61,24 @@ _METRICS_RAW = re.compile(_HEAD + rb"(?:Engine \d+: )?" + re.escape(METRICS_WORD
 
 REQUEST = "request"
 _REQUEST_MARKS = (b"] Received request ", b"] Generated response ")  # where every request header ends
+# The header as a regex for an engine that finds it (`Matcher.line_heads`): the same, no group names.
+REQUEST_HEAD = re.sub(rb"\(\?P<\w+>", b"(?:", _REQUEST.pattern)
 _MAX_MASKED = 64 * 1024  # lines longer than this (read.MAX_LINE_CHARS) take the cut-line path unmasked
 _NUL = memoryview(bytes(_MAX_MASKED))
+_STARTS = (b"(", b"DEBUG ", b"INFO ", b"WARNING ")  # how vLLM's header starts (_HEAD)
 
 
-def mask_requests(chunk: bytes, start: int, end: int, keep: int) -> bytes:
+def mask_requests(chunk: bytes, start: int, end: int, keep: int, ends: set[int] | None = None) -> bytes | bytearray:
     """`chunk` with the text of each request-logger line in chunk[start:end] after its header's
-    first `keep` bytes overwritten by NULs (same length, same offsets), for the word search.
+    first `keep` bytes overwritten by NULs (same length, same offsets), for the word search;
+    `ends`, if given, receives the offset of each masked line's newline.
 
     Profiled on a long serving log whose prompts quote errors: nearly every word found was in
     a prompt, and handing each back from the search cost more than all the rest. With `keep`
     at least the longest word, every word that starts in the header is still found whole, so
     `Periodic.verdict` tells such a line as before; a request line left with no word after its
-    header is a plain line (the pipeline reads neither)."""
+    header is a plain line (the pipeline reads neither). The headers are found here by `find`
+    and a regex per line; `mask_heads` does the same with headers an engine found."""
     out = None
     find, rfind, match = chunk.find, chunk.rfind, _REQUEST.match
     for mark in _REQUEST_MARKS:
@@ -88,8 +96,50 @@ def mask_requests(chunk: bytes, start: int, end: int, keep: int) -> bytes:
                     if out is None:
                         out = bytearray(chunk)
                     out[cut:line_end] = _NUL[:line_end - cut]
+                    if ends is not None:
+                        ends.add(line_end)
             i = find(mark, line_end, end)
-    return chunk if out is None else bytes(out)
+    return chunk if out is None else out
+
+
+def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[int, int]],
+               ends: set[int]) -> bytes | bytearray:
+    """`mask_requests` for request headers already found: (line start, header end) of each line
+    whose start matches REQUEST_HEAD, by end offset (a line holds at most one such header: its
+    end is the first `] Received request ` or `] Generated response ` of the line)."""
+    out = None
+    find = chunk.find
+    for line_start, head_end in heads:
+        if line_start < start:
+            continue
+        line_end = find(b"\n", head_end, end)
+        if line_end < 0:
+            break  # the unfinished last line, and no head after it
+        cut = head_end + keep
+        if cut < line_end and line_end - line_start <= _MAX_MASKED:
+            if out is None:
+                out = bytearray(chunk)
+            out[cut:line_end] = _NUL[:line_end - cut]
+            ends.add(line_end)
+    return chunk if out is None else out
+
+
+def request_cut(chunk: bytes, line_start: int, line_end: int, keep: int) -> int | None:
+    """Where `mask_requests` would start masking the line chunk[line_start:line_end] (None: it
+    would leave the line as it is). Nothing in the header before its source's `]` holds a `]`:
+    a line whose first `]` does not open one of the marks holds no header."""
+    if not chunk.startswith(_STARTS, line_start) or line_end - line_start > _MAX_MASKED:
+        return None
+    i = chunk.find(b"]", line_start, line_end)
+    for mark in _REQUEST_MARKS:
+        if i >= 0 and chunk.startswith(mark, i):
+            head_end = i + len(mark)
+            if head_end + keep < line_end:
+                m = _REQUEST.match(chunk, line_start, head_end)
+                if m is not None and m.end() == head_end:
+                    return head_end + keep
+            return None
+    return None
 
 
 class Periodic:
@@ -112,3 +162,69 @@ class Periodic:
             if m is not None and hits[0][0] >= m.end():  # hits come by offset
                 return REQUEST
         return None
+
+
+DENSE_HITS = 2048  # words found per MiB of a chunk past which its request text is masked before the search
+DENSE_RUN = 16  # chunks masked, once one was dense, before the plain search is tried again
+
+
+class QuietSearch:
+    """The quiet scan's word search: the words in a chunk, less those `mask_requests` would hide
+    (request-logger text past its header and `keep` bytes), and which lines it would mask.
+
+    Two ways, the same words: a chunk is searched as it is and the few words in request text
+    are dropped one by one (a serving log whose prompts seldom quote errors: no work per
+    request line); once a chunk holds many words, the next chunks are masked first (prompts
+    that quote errors densely: one word search would hand back each of their words), with the
+    headers found by the engine when it can (`Matcher.line_heads`), else by `mask_requests`."""
+
+    def __init__(self, m: Matcher, keep: int) -> None:
+        self.m, self.keep = m, keep
+        self._dense = 0  # chunks left to mask without trying the plain search
+
+    def hits(self, chunk: bytes, start: int, end: int) -> tuple[list[tuple[int, int]], set[int]]:
+        """The words (offset, word index) found in the complete lines chunk[start:end] as in
+        the chunk masked, and the offsets of the newlines ending the lines masked."""
+        if not self._dense:
+            found = self.m.raw_hits(chunk, len(chunk) * DENSE_HITS >> 20)
+            if found is not None:
+                return self._unmasked(chunk, start, end, found)
+            self._dense = DENSE_RUN
+        self._dense -= 1
+        ends: set[int] = set()
+        heads = self.m.line_heads([REQUEST_HEAD])  # compiled on the first dense chunk only
+        if heads is not None:
+            searched = mask_heads(chunk, start, end, self.keep, heads.spans(chunk), ends)
+        else:
+            searched = mask_requests(chunk, start, end, self.keep, ends)
+        return self.m.hits(searched), ends
+
+    def _unmasked(self, chunk: bytes, start: int, end: int,
+                  found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:
+        """The words found in the chunk as it is, less those masking would have hidden: a word
+        that does not end before its line's cut. A number word counts as `Matcher.hits` counts
+        it, but when it ends at the cut (the NUL after it is no digit)."""
+        found.sort()
+        out: list[tuple[int, int]] = []
+        ends: set[int] = set()
+        add, sizes, numbers, keep = out.append, self.m.sizes, self.m.numbers, self.keep
+        find, rfind = chunk.find, chunk.rfind
+        line_end, cut = -1, None
+        for at in range(bisect_left(found, (start, -1)), len(found)):
+            off, i = found[at]
+            if off >= end:
+                break
+            stop = off + sizes[i]
+            digit_after = False
+            if i in numbers:  # a body line's word has a byte after it (its line's newline at least)
+                if off and 48 <= chunk[off - 1] <= 57:
+                    continue
+                digit_after = 48 <= chunk[stop] <= 57
+            if off > line_end:  # the first word of a line that needs its cut
+                line_end = find(b"\n", off, end)
+                cut = request_cut(chunk, rfind(b"\n", 0, off) + 1, line_end, keep)
+                if cut is not None:
+                    ends.add(line_end)
+            if cut is None and not digit_after or cut is not None and (stop < cut and not digit_after or stop == cut):
+                add((off, i))
+        return out, ends

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from triage.ingest.matcher import Matcher
-from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, mask_requests
+from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, QuietSearch
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
@@ -34,6 +34,7 @@ SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's
 Marked = tuple[int, str, bool, bool]
 MAX_RUNS = 16  # origins whose metrics runs are followed at once
 _LONG_STEP = MAX_LINE_CHARS // 2  # a line longer than MAX_LINE_CHARS bytes covers a whole such stretch
+_NONE: frozenset[int] = frozenset()
 
 
 
@@ -100,7 +101,8 @@ class _Scanner:
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
         self.periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
-        self.keep = max(map(len, m.words), default=0)  # request text masked past the header + this (mask_requests)
+        # Request text past its header and the longest word's length is not searched (periodic.py).
+        self.search = QuietSearch(m, max(map(len, m.words), default=0)) if quiet else None
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
         # latest line, held back (None: the line handed on last is the run's latest).
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
@@ -153,8 +155,10 @@ class _Scanner:
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
         """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
-        searched = mask_requests(chunk, start, last + 1, self.keep) if self.periodic is not None else chunk
-        spots = self.m.hits(searched)
+        if self.search is not None:  # request text left out (periodic.QuietSearch)
+            spots, masked = self.search.hits(chunk, start, last + 1)
+        else:
+            spots, masked = self.m.hits(chunk), _NONE
         spots.sort()
         spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
@@ -193,7 +197,7 @@ class _Scanner:
             # The words found in the chunk are the line's own when its text is its bytes (ASCII, one
             # frame, not cut) and no request text of it was masked: no second search then.
             kinds = self.m.kinds(hits) if raw.isascii() and end - line_start <= MAX_LINE_CHARS and \
-                b"\r" not in raw and (searched is chunk or searched[end - 1] != 0) else None
+                b"\r" not in raw and end not in masked else None
             if verdict is None:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
             else:  # the first metrics line of its origin since other news
