@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Container
 
 from triage.ingest.matcher import Matcher
 
@@ -60,7 +61,7 @@ _REQUEST = re.compile(_HEAD + rb"(?:Received request |Generated response )")
 _METRICS_RAW = re.compile(_HEAD + rb"(?:Engine \d+: )?" + re.escape(METRICS_WORD.encode()) + rb"[^\n\r]{0,2000}\r?")
 
 REQUEST = "request"
-_REQUEST_MARKS = (b"] Received request ", b"] Generated response ")  # where every request header ends
+_RECEIVED, _GENERATED = _REQUEST_MARKS = (b"] Received request ", b"] Generated response ")  # where headers end
 # The header as a regex for an engine that finds it (`Matcher.line_heads`): the same, no group names.
 REQUEST_HEAD = re.sub(rb"\(\?P<\w+>", b"(?:", _REQUEST.pattern)
 _MAX_MASKED = 64 * 1024  # lines longer than this (read.MAX_LINE_CHARS) take the cut-line path unmasked
@@ -68,10 +69,9 @@ _NUL = memoryview(bytes(_MAX_MASKED))
 _STARTS = (b"(", b"DEBUG ", b"INFO ", b"WARNING ")  # how vLLM's header starts (_HEAD)
 
 
-def mask_requests(chunk: bytes, start: int, end: int, keep: int, ends: set[int] | None = None) -> bytes | bytearray:
+def mask_requests(chunk: bytes, start: int, end: int, keep: int) -> bytes | bytearray:
     """`chunk` with the text of each request-logger line in chunk[start:end] after its header's
-    first `keep` bytes overwritten by NULs (same length, same offsets), for the word search;
-    `ends`, if given, receives the offset of each masked line's newline.
+    first `keep` bytes overwritten by NULs (same length, same offsets), for the word search.
 
     Profiled on a long serving log whose prompts quote errors: nearly every word found was in
     a prompt, and handing each back from the search cost more than all the rest. With `keep`
@@ -96,14 +96,11 @@ def mask_requests(chunk: bytes, start: int, end: int, keep: int, ends: set[int] 
                     if out is None:
                         out = bytearray(chunk)
                     out[cut:line_end] = _NUL[:line_end - cut]
-                    if ends is not None:
-                        ends.add(line_end)
             i = find(mark, line_end, end)
     return chunk if out is None else out
 
 
-def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[int, int]],
-               ends: set[int]) -> bytes | bytearray:
+def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[int, int]]) -> bytes | bytearray:
     """`mask_requests` for request headers already found: (line start, header end) of each line
     whose start matches REQUEST_HEAD, by end offset (a line holds at most one such header: its
     end is the first `] Received request ` or `] Generated response ` of the line)."""
@@ -120,7 +117,6 @@ def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[
             if out is None:
                 out = bytearray(chunk)
             out[cut:line_end] = _NUL[:line_end - cut]
-            ends.add(line_end)
     return chunk if out is None else out
 
 
@@ -176,28 +172,29 @@ class QuietSearch:
     are dropped one by one (a serving log whose prompts seldom quote errors: no work per
     request line); once a chunk holds many words, the next chunks are masked first (prompts
     that quote errors densely: one word search would hand back each of their words), with the
-    headers found by the engine when it can (`Matcher.line_heads`), else by `mask_requests`."""
+    headers found by the engine when it can (`Matcher.line_heads`), else by `mask_requests`.
+    The pure-Python engine always masks first (`Matcher.raw_hits`)."""
 
     def __init__(self, m: Matcher, keep: int) -> None:
         self.m, self.keep = m, keep
         self._dense = 0  # chunks left to mask without trying the plain search
 
-    def hits(self, chunk: bytes, start: int, end: int) -> tuple[list[tuple[int, int]], set[int]]:
+    def hits(self, chunk: bytes, start: int, end: int) -> tuple[list[tuple[int, int]], Container[int]]:
         """The words (offset, word index) found in the complete lines chunk[start:end] as in
-        the chunk masked, and the offsets of the newlines ending the lines masked."""
+        the chunk masked, and the offsets of the newlines ending the lines masked (or of lines
+        ending in a NUL: their words found are their own all the same)."""
         if not self._dense:
             found = self.m.raw_hits(chunk, len(chunk) * DENSE_HITS >> 20)
             if found is not None:
                 return self._unmasked(chunk, start, end, found)
             self._dense = DENSE_RUN
         self._dense -= 1
-        ends: set[int] = set()
         heads = self.m.line_heads([REQUEST_HEAD])  # compiled on the first dense chunk only
         if heads is not None:
-            searched = mask_heads(chunk, start, end, self.keep, heads.spans(chunk), ends)
+            searched = mask_heads(chunk, start, end, self.keep, heads.spans(chunk))
         else:
-            searched = mask_requests(chunk, start, end, self.keep, ends)
-        return self.m.hits(searched), ends
+            searched = mask_requests(chunk, start, end, self.keep)
+        return self.m.hits(searched), _NulEnds(searched)
 
     def _unmasked(self, chunk: bytes, start: int, end: int,
                   found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:
@@ -220,6 +217,9 @@ class QuietSearch:
                 if off and 48 <= chunk[off - 1] <= 57:
                     continue
                 digit_after = 48 <= chunk[stop] <= 57
+                if digit_after and not (chunk.startswith(_RECEIVED, stop - keep - len(_RECEIVED))
+                                        or chunk.startswith(_GENERATED, stop - keep - len(_GENERATED))):
+                    continue  # it would count only if it ended at a cut: `keep` bytes past a mark
             if off > line_end:  # the first word of a line that needs its cut
                 line_end = find(b"\n", off, end)
                 cut = request_cut(chunk, rfind(b"\n", 0, off) + 1, line_end, keep)
@@ -228,3 +228,15 @@ class QuietSearch:
             if cut is None and not digit_after or cut is not None and (stop < cut and not digit_after or stop == cut):
                 add((off, i))
         return out, ends
+
+
+class _NulEnds:
+    """The lines a masked buffer holds masked: their last byte is a NUL (`in` takes a line's newline offset)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: bytes | bytearray) -> None:
+        self._buffer = buffer
+
+    def __contains__(self, end: object) -> bool:
+        return isinstance(end, int) and end > 0 and self._buffer[end - 1] == 0
