@@ -164,3 +164,20 @@ def test_request_cut_and_mask_heads_agree_with_mask_requests(pieces):
     except ImportError:
         return
     assert bytes(periodic.mask_heads(data, start, end, KEEP, heads.spans(data))) == want
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_only_request_lines_in_vllms_header_are_left_out(engine, monkeypatch):
+    """A prompt quoting errors is left out in vLLM's own header; in a foreign wrapper (a timestamp,
+    a compose prefix) or after other text the line takes the full path, however the chunks cut
+    it; a header quoted inside a prompt changes nothing. (A line that a chunk boundary cuts is
+    pieced together and handed on whatever it is: the pipeline drops a request line itself.)"""
+    quoting = b"chatcmpl-1: prompt: '" + b"p" * 60 + b" torch.OutOfMemoryError: CUDA out of memory.'"
+    left_out = [HEAD + quoting, HEAD + b"chatcmpl-2: prompt: '" + b"p" * 60 + b" " + HEAD + b"Traceback'"]
+    kept = [b"2025-01-01T10:00:00.123Z " + HEAD + quoting, b"api-1  | " + HEAD + quoting,
+            b"user wrote: " + HEAD + quoting]
+    data = b"\n".join([b"start", *left_out, *kept, b"end"]) + b"\n"  # `end`: in the window after an anchor line
+    for way in WAYS:
+        for chunk in (7, 100, 1 << 20):
+            texts = [text.encode() for _, text, _, _ in _marked(data, engine, chunk, way, monkeypatch)[0]]
+            assert texts == [*kept, b"end"] if chunk > len(data) else set(kept) <= set(texts), (way, chunk)
