@@ -143,8 +143,13 @@ class LinkRepeats:
         self._key_before = b""  # the last link's bytes, each run of digits made one `0`
 
     def heads(self, hits: list[tuple[int, int]]) -> bool:
-        """Whether a line's hits hold HEAD."""
-        return self.head_id is not None and any(i == self.head_id for _, i in hits)
+        """Whether a line's hits hold HEAD (asked of every line the scan finds a word in: a loop,
+        not a generator)."""
+        head = self.head_id
+        for _, i in hits:
+            if i == head:
+                return True
+        return False
 
     def skip(self, chunk: bytes, start: int, last: int) -> int:
         """For a `Traceback` line at chunk[start]: the offset past the repeated links to skip

@@ -20,7 +20,9 @@ Two levels use this module:
 - the chunk scanner (`Periodic`): on raw bytes in vLLM's own header, a request line is
   dropped before decoding (the pipeline would drop it after peeling), and of a run of
   metrics lines of one origin, with nothing else handed on in between, only the first and
-  the last are handed on: the lines between would feed the timeline the same event again.
+  the last are handed on: the lines between would feed the timeline the same event again;
+- the chunk scanner's word search (`QuietSearch`): the words users' prompts quote, past a
+  request header, are not handed back (`mask_requests`), by the cheaper of two ways.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ def mask_requests(chunk: bytes, start: int, end: int, keep: int) -> bytes | byte
     return chunk if out is None else out
 
 
-def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[int, int]]) -> bytes | bytearray:
+def mask_heads(chunk: bytes, start: int, end: int, keep: int,
+               heads: list[tuple[int, int]]) -> bytes | bytearray:
     """`mask_requests` for request headers already found: (line start, header end) of each line
     whose start matches REQUEST_HEAD, by end offset (a line holds at most one such header: its
     end is the first `] Received request ` or `] Generated response ` of the line)."""
@@ -153,13 +156,15 @@ class Periodic:
             if len(hits) == 1 and hits[0][1] == self.metrics_id:
                 m = _METRICS_RAW.match(chunk, start, end)
                 if m is not None and m.end() == end:
-                    return b"%s|%s|%s" % (m["origin"] or b"", m["level"], m["source"])
+                    origin, level, source = m.group("origin", "level", "source")
+                    return b"%s|%s|%s" % (origin or b"", level, source)
             m = _REQUEST.match(chunk, start, end)
             if m is not None and hits[0][0] >= m.end():  # hits come by offset
                 return REQUEST
         return None
 
 
+_NONE: frozenset[int] = frozenset()
 DENSE_HITS = 2048  # words found per MiB of a chunk past which its request text is masked before the search
 DENSE_RUN = 16  # chunks masked, once one was dense, before the plain search is tried again
 
@@ -189,12 +194,14 @@ class QuietSearch:
                 return self._unmasked(chunk, start, end, found)
             self._dense = DENSE_RUN
         self._dense -= 1
-        heads = self.m.line_heads([REQUEST_HEAD])  # compiled on the first dense chunk only
+        if chunk.find(_RECEIVED, start, end) < 0 and chunk.find(_GENERATED, start, end) < 0:
+            return self.m.hits(chunk), _NONE  # dense, but no request line (a table, a deep chain)
+        heads = self.m.line_heads([REQUEST_HEAD])  # compiled on the first dense chunk holding requests
         if heads is not None:
             searched = mask_heads(chunk, start, end, self.keep, heads.spans(chunk))
         else:
             searched = mask_requests(chunk, start, end, self.keep)
-        return self.m.hits(searched), _NulEnds(searched)
+        return self.m.hits(searched), _NulEnds(searched) if searched is not chunk else _NONE
 
     def _unmasked(self, chunk: bytes, start: int, end: int,
                   found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:

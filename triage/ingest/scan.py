@@ -176,20 +176,24 @@ class _Scanner:
                     pos = stop
                     continue
             line_start = chunk.rfind(b"\n", 0, off) + 1
-            yield from self._skip(chunk, pos, line_start)
+            if self.window_left:
+                yield from self._skip(chunk, pos, line_start)
+            elif pos < line_start:  # as `_skip` counts them, without a generator per line
+                self.stats.lines += chunk.count(b"\n", pos, line_start)
             end = chunk.find(b"\n", off)
             j = k + 1  # the hits of this line are spots[k:j]
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
-            if self.links is not None and self.links.heads(spots[k:j]):
+            hits = spots[k:j]
+            if self.links is not None and self.links.heads(hits):
                 stop = self.links.skip(chunk, line_start, last)
                 if stop > line_start:  # repeated links, counted unread: a `Traceback` line comes next
                     self.stats.lines += chunk.count(b"\n", line_start, stop)
                     self.window_left, k, pos = 0, j, stop
                     continue
-            verdict = self.periodic.verdict(chunk, line_start, end, spots[k:j]) \
+            verdict = self.periodic.verdict(chunk, line_start, end, hits) \
                 if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
-            hits, k, pos = spots[k:j], j, end + 1
+            k, pos = j, end + 1
             if verdict == REQUEST or (verdict is not None and verdict in self.runs):
                 self._quiet(chunk[line_start:end], verdict)
                 continue
