@@ -214,10 +214,7 @@ class QuietSearch:
         add, sizes, numbers, keep = out.append, self.m.sizes, self.m.numbers, self.keep
         find, rfind = chunk.find, chunk.rfind
         line_end, cut = -1, None
-        for at in range(bisect_left(found, (start, -1)), len(found)):
-            off, i = found[at]
-            if off >= end:
-                break
+        for off, i in found[bisect_left(found, (start, -1)):bisect_left(found, (end, -1))]:
             stop = off + sizes[i]
             digit_after = False
             if i in numbers:  # a body line's word has a byte after it (its line's newline at least)
