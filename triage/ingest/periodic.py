@@ -229,8 +229,11 @@ class QuietSearch:
                 cut = request_cut(chunk, rfind(b"\n", 0, off) + 1, line_end, keep)
                 if cut is not None:
                     ends.add(line_end)
-            if cut is None and not digit_after or cut is not None and (stop < cut and not digit_after or stop == cut):
-                add((off, i))
+            if cut is not None and stop > cut:
+                continue  # in the text masked
+            if digit_after and stop != cut:
+                continue  # inside a longer number
+            add((off, i))
         return out, ends
 
 
