@@ -260,11 +260,14 @@ class Timeline:
             attempt.origin_phase[event.origin] = phase
 
     def _signal(self, line: Line, events: list[ev.Event], chain: Chain | None, attempt: Attempt) -> None:
+        serving = attempt.ready is not None
         signal = Signal(
             line=line.no, origin=line.origin, pid=line.pid, level=line.level, events=events, chain=chain,
-            origin_phase=attempt.origin_phase.get(line.origin) or attempt.phase
+            # a signal after readiness is in phase "ready" whatever its origin reached (Signal.phase):
+            # asking the attempt's phase then would look for a fatal signal among all, per signal
+            origin_phase=None if serving else attempt.origin_phase.get(line.origin) or attempt.phase
             or ("starting" if attempt.config_sources else None),
-            after_ready=attempt.ready is not None, repeats=max(line.repeat, 1),
+            after_ready=serving, repeats=max(line.repeat, 1),
         )
         own = next((p for e in events if (p := e.failed_phase())), None)
         if own:  # an error that names its phase also names it for the error just before it
