@@ -8,7 +8,7 @@ Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyT
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from triage.records import Record
 
 LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 
@@ -23,8 +23,7 @@ _ANSI = re.compile(
 _BRACKET_DIGIT = re.compile(r"\[\d")
 
 
-@dataclass(slots=True, frozen=True)
-class Line:
+class Line(Record, kw_only=False):
     """A log line reduced to its message, with where it came from."""
 
     no: int

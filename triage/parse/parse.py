@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import replace
 from functools import lru_cache
 
 from lark import Token, Tree
@@ -24,6 +23,7 @@ from triage.ingest.lines import Line
 from triage.ingest.periodic import metrics_item
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
+from triage.records import replace
 
 _WS = re.compile(r"\s+")
 # Source lines that still state something: a worker method dispatched by name, a phase call.

@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +24,7 @@ from lark.exceptions import LarkError
 
 from triage.rule_engine.budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
+from triage.records import Record, default_factory
 from triage.rule_engine.functions import FUNCTIONS
 from triage.units import GiB, KiB, MiB
 
@@ -40,12 +41,11 @@ def _parser() -> Lark:
     return Lark.open_from_package(__package__, "expr.lark", parser="lalr", cache=grammar_cache(__package__, "expr.lark"))
 
 
-@dataclass
-class Trace:
+class Trace(Record, frozen=False, kw_only=False):
     """What an evaluation read: the source lines of events and facts, in first-read order;
     and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
-    lines: dict[int, None] = field(default_factory=dict)
+    lines: dict[int, None] = default_factory(dict)
     budget: Budget | None = None
 
     def saw(self, line: int | None) -> None:
@@ -71,8 +71,7 @@ class FactView:
         return fact.value
 
 
-@dataclass(frozen=True)
-class Expr:
+class Expr(Record, kw_only=False):
     """A compiled expression: the source text and its tree."""
 
     source: str
@@ -254,6 +253,8 @@ def _record_fields(value: Any) -> Any:
     pydantic = sys.modules.get("pydantic")  # no model exists before pydantic is imported:
     if pydantic is not None and isinstance(value, pydantic.BaseModel):  # evaluating never imports it
         return type(value).model_fields
+    if isinstance(value, Record):  # an event, the failure: records (`triage.records`)
+        return _dataclass_fields(type(value))
     if is_dataclass(value) and not isinstance(value, type):
         return _dataclass_fields(type(value))
     return None
@@ -262,7 +263,8 @@ def _record_fields(value: Any) -> Any:
 @lru_cache(maxsize=None)
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
-    return frozenset(f.name for f in fields(cls)) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
+    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))
+    return frozenset(names) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 
 def _number(text: str) -> int | float:
