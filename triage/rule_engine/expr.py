@@ -71,11 +71,39 @@ class FactView:
         return fact.value
 
 
-class Expr(Record, kw_only=False):
-    """A compiled expression: the source text and its tree."""
+class Expr:
+    """A compiled expression: the source text and its tree.
 
-    source: str
-    tree: Any
+    Pickled (the rules cache) as nested tuples, and its lark tree rebuilt on first use: a run
+    evaluates a tenth of the rules' expressions, and building lark's Tokens and Trees for all
+    of them was half of loading the cached rules."""
+
+    __slots__ = ("source", "_tree")
+
+    def __init__(self, source: str, tree: Any) -> None:
+        self.source = source
+        self._tree = tree
+
+    @property
+    def tree(self) -> Any:
+        tree = self._tree
+        if type(tree) is tuple:  # packed (unpickled): build lark's objects now
+            tree = self._tree = _unpack(tree)
+        return tree
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Expr, (self.source, _pack(self.tree)))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Expr:
+            return NotImplemented
+        return self.source == other.source and self.tree == other.tree
+
+    def __hash__(self) -> int:
+        return hash(self.source)
+
+    def __repr__(self) -> str:
+        return f"Expr(source={self.source!r}, tree={self.tree!r})"
 
     def evaluate(self, context: Mapping[str, Any], trace: Trace | None = None) -> Any:
         return _Evaluator(context, trace or Trace()).eval(self.tree, 0)
@@ -87,6 +115,23 @@ class Expr(Record, kw_only=False):
             if node.data == "path":
                 out.add(str(node.children[0]))
         return out
+
+
+def _pack(node: Any) -> Any:
+    """A lark tree as nested tuples: ("t", data, children) and ("k", <what Token.__reduce__ keeps>)."""
+    if isinstance(node, Tree) and node._meta is None:
+        return ("t", _pack(node.data), tuple(_pack(c) for c in node.children))
+    if isinstance(node, Token):
+        return ("k", node.type, node.value, node.start_pos, node.line, node.column)
+    return ("v", node)
+
+
+def _unpack(packed: tuple) -> Any:
+    if packed[0] == "t":
+        return Tree(_unpack(packed[1]), [_unpack(c) for c in packed[2]])
+    if packed[0] == "k":
+        return Token(*packed[1:])
+    return packed[1]
 
 
 def compile_expr(source: object) -> Expr:
