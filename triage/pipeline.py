@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
@@ -17,9 +16,12 @@ from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
 from triage.parse.vocabulary import matcher
+from triage.records import Record, default_factory
 from triage.rule_engine.load import Rule, load_rules
 from triage.timeline.timeline import Timeline
-from triage.records import Record, default_factory
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["Options", "Report", "load_rules", "run", "run_path"]
 
