@@ -49,25 +49,25 @@ def stamp(paths: list[str | Path], *extra: str) -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def load(name: str) -> Any | None:
+def load(name: str, unpickler: type[pickle.Unpickler] = pickle.Unpickler) -> Any | None:
     base = cache_dir()
     if base is None:
         return None
     try:
         with open(os.path.join(base, name), "rb") as fh:
-            return pickle.load(fh)  # noqa: S301 - our own file in our own folder (see cache_dir)
+            return unpickler(fh).load()  # noqa: S301 - our own file in our own folder (see cache_dir)
     except Exception:  # noqa: BLE001 - missing, stale or damaged: rebuild
         return None
 
 
-def save(name: str, value: Any) -> None:
+def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> None:
     base = cache_dir()
     if base is None:
         return
     try:
         fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         os.replace(tmp, os.path.join(base, name))
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time
         try:

@@ -1,16 +1,19 @@
-"""Frozen, slotted, keyword-only value classes, built for a fraction of what `dataclasses` costs.
+"""Value classes with a dataclass's behaviour, built for a fraction of what `dataclasses` costs.
 
 `@dataclass` generates and compiles (`exec`) an `__init__`, frozen guards and more for each
-class when its module is imported: for the hundred classes of a run that is ~30 ms, a fifth
+class when its module is imported: for the hundred classes of a run that was ~30 ms, a fifth
 of a small log's triage. A `Record` subclass is made by its metaclass in a few microseconds:
-the fields are read off the annotations, the slots declared, and the `__init__` compiled on
-the class's first instantiation (most runs instantiate a few dozen of the classes).
+the fields are read off the annotations and (frozen) the slots declared. A class's first
+instances are made by a generic `__init__`; one made often gets its own, compiled (a run
+makes ~200 records, of ~40 classes).
 
-What callers see is a frozen dataclass's: keyword-only fields in declaration order (a base's
-first), defaults and `default_factory`, `FrozenInstanceError` on assignment, equality and
-hashing by value, pickling, and `dataclasses.fields` / `replace` / `is_dataclass` (their
-`__dataclass_fields__` is built, through `dataclasses`, when first asked for: only tests and
-tools ask).
+What callers see is a dataclass's: fields in declaration order (a base's first), defaults
+and `default_factory`, keyword-only (`kw_only=False`: positional too), frozen with slots
+(`frozen=False`: mutable, with a `__dict__`, unhashable), `FrozenInstanceError` on
+assignment, equality and hashing by value, pickling, and `dataclasses.fields` / `replace` /
+`is_dataclass` (their `__dataclass_fields__` is built, through `dataclasses`, when first
+asked for: only tests and tools ask). `lazy_dataclass` is the cheap form of a class that
+must stay a real dataclass (the report: pydantic validates it).
 """
 
 from __future__ import annotations

@@ -49,10 +49,25 @@ PHASE_CALLS = ("warmup_kernels", "kernel_warmup", "capture_model", "profile_run"
 
 @lru_cache(maxsize=1)
 def grammar() -> Lark:
-    """The grammar, built once per process (and cached on disk by lark between runs)."""
-    lark = Lark.open_from_package(
-        __package__, "vllm_log.lark", parser="lalr", start=list(START_RULES), cache=_cache_path()
-    )
+    """The grammar, built once per process: from its snapshot (`lark_snapshot`), else by lark
+    (from lark's own cache), then snapshotted for the next start."""
+    from triage.parse import lark_snapshot
+
+    cache_file = _cache_path()
+    name = lark_snapshot.snapshot_name(cache_file) if cache_file else None
+    lark = lark_snapshot.load(name) if name else None
+    if lark is None:
+        lark = build_grammar(cache_file)
+        if name:
+            lark_snapshot.save(lark, name)
+    _skip_root_lexer(lark)
+    return lark
+
+
+def build_grammar(cache_file: str | bool = False) -> Lark:
+    """lark's parser of the grammar, as lark builds it (through its cache file, if given)."""
+    lark = Lark.open_from_package(__package__, "vllm_log.lark", parser="lalr", start=list(START_RULES),
+                                  cache=cache_file)
     _skip_root_lexer(lark)
     return lark
 
