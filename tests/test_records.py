@@ -96,7 +96,9 @@ def test_replace_pickle_and_copy():
     for q in (pickle.loads(pickle.dumps(p)), copy.copy(p), copy.deepcopy(p)):
         assert q == p and type(q) is Point3
     box = Box([1], 2)
-    assert pickle.loads(pickle.dumps(box)) == box
+    box.extra = "kept"
+    again = pickle.loads(pickle.dumps(box))
+    assert again == box and again.extra == "kept"
 
 
 def test_a_class_made_often_gets_its_compiled_init():

@@ -232,11 +232,13 @@ class Record(metaclass=_RecordType):
     def __repr__(self) -> str:
         return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._names)})"
 
-    def __getstate__(self) -> tuple[Any, ...]:
-        return _values(self)
+    def __getstate__(self) -> Any:
+        """A frozen record's field values; a mutable one's `__dict__` (what else was set on it too)."""
+        return _values(self) if self._frozen else dict(vars(self))
 
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        for name, value in zip(self._names, state):
+    def __setstate__(self, state: Any) -> None:
+        items = state.items() if isinstance(state, dict) else zip(self._names, state)
+        for name, value in items:
             object.__setattr__(self, name, value)
 
 
