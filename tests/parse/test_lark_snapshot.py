@@ -20,7 +20,7 @@ if mode == "built":  # as lark builds it from its own cache: no snapshot read or
     lark_snapshot.load = lambda name: None
     lark_snapshot.save = lambda parser, name: None
 else:
-    name = lark_snapshot.snapshot_name(g._cache_path())
+    name = lark_snapshot.snapshot_name(g._cache_path(), g._options())
     assert lark_snapshot.load(name) is not None, "no snapshot was read"
 from triage.ingest.lines import peel
 from triage.parse.parse import parse_line_detail

@@ -54,7 +54,7 @@ def grammar() -> Lark:
     from triage.parse import lark_snapshot
 
     cache_file = _cache_path()
-    name = lark_snapshot.snapshot_name(cache_file) if cache_file else None
+    name = lark_snapshot.snapshot_name(cache_file, _options()) if cache_file else None
     lark = lark_snapshot.load(name) if name else None
     if lark is None:
         lark = build_grammar(cache_file)
@@ -66,10 +66,14 @@ def grammar() -> Lark:
 
 def build_grammar(cache_file: str | bool = False) -> Lark:
     """lark's parser of the grammar, as lark builds it (through its cache file, if given)."""
-    lark = Lark.open_from_package(__package__, "vllm_log.lark", parser="lalr", start=list(START_RULES),
-                                  cache=cache_file)
+    lark = Lark.open_from_package(__package__, "vllm_log.lark", cache=cache_file, **_options())
     _skip_root_lexer(lark)
     return lark
+
+
+def _options() -> dict[str, object]:
+    """How lark builds the parser (part of the snapshot's name, as of lark's cache key)."""
+    return {"parser": "lalr", "start": list(START_RULES)}
 
 
 class _NoRootLexer:

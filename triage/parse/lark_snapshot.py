@@ -13,6 +13,7 @@ used, as before. A snapshot is named by the grammar's content, lark's and Python
 from __future__ import annotations
 
 import importlib
+import os
 import pickle
 import sys
 import types
@@ -55,10 +56,14 @@ def _callback_holders(parser: Lark) -> list[tuple[Any, str]]:
             (frontend.parser.parser, "callbacks")]
 
 
-def snapshot_name(cache_file: str) -> str:
-    """The snapshot's file name beside lark's cache file of the same grammar."""
-    base = cache_file.rsplit("/", 1)[-1]
-    return f"{base}.lark-{lark.__version__}.py{sys.version_info[0]}{sys.version_info[1]}.snapshot"
+def snapshot_name(cache_file: str, options: dict[str, Any]) -> str:
+    """The snapshot's file name beside lark's cache file of the same grammar (whose name holds
+    the grammar's digest), with lark's and Python's versions and the build options."""
+    import hashlib
+
+    base = os.path.basename(cache_file)
+    built = hashlib.sha256(repr(sorted(options.items())).encode()).hexdigest()[:12]
+    return f"{base}.lark-{lark.__version__}.py{sys.version_info[0]}{sys.version_info[1]}.{built}.snapshot"
 
 
 def save(parser: Lark, name: str) -> None:
