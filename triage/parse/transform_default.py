@@ -58,14 +58,11 @@ def _typed(text: str, annotation: str) -> Any:
     return text
 
 
-_STARTS = frozenset(START_RULES)  # a set: a tree's `data` is a lark Token, whose == is Python code
-
-
 class DefaultEvents:
     """The transformer's fallback for start rules that have no method of their own."""
 
     def __default__(self, data: str, children: list[Any], meta: Any) -> Any:
-        if data in _STARTS:
+        if data in START_RULES:
             item = fields_from_terminals(str(data), children)
             if item is not None:
                 return item
