@@ -52,3 +52,24 @@ from triage.apps.cli import main
 main([{str(log)!r}, "-f", "json"], stdout=io.StringIO())
 """
     assert not _modules(code) & {"triage.memory.model", "triage.memory.solve", "triage.plan", "triage.apps.what_if"}
+
+
+def test_a_plain_run_imports_no_path_or_resource_library():
+    """pathlib (~3 ms with urllib and ipaddress), importlib.resources (zipfile and its readers)
+    and platform are not needed to triage a log: the grammar is read with pkgutil, the rule
+    packs listed with os, the machine named by os.uname. (An editable install's import hook
+    loads pathlib before any of triage: only what the run itself adds is counted.)"""
+    from conftest import FIXTURES
+
+    log = FIXTURES / "foreign_gpu_processes" / "v1-0.10.2-oom-with-nvidia-smi-bundle.log"
+    code = f"""
+import io, json, sys
+before = set(sys.modules)
+from triage.apps.cli import main
+main([{str(log)!r}, "-f", "json"], stdout=io.StringIO())
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    added = set(json.loads(out.splitlines()[-1]))
+    assert "triage.pipeline" in added
+    assert not added & {"pathlib", "platform", "importlib.resources", "zipfile"}

@@ -15,10 +15,12 @@ import pickle
 import stat
 import sys
 import tempfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage import __version__
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def cache_dir() -> str | None:
@@ -35,7 +37,7 @@ def cache_dir() -> str | None:
     return base
 
 
-def stamp(paths: list[Path], *extra: str) -> str | None:
+def stamp(paths: list[str | Path], *extra: str) -> str | None:
     """A short key for the current state of these files (None when one cannot be read)."""
     parts = [__version__, sys.version, *extra]
     for path in paths:
@@ -47,25 +49,25 @@ def stamp(paths: list[Path], *extra: str) -> str | None:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def load(name: str) -> Any | None:
+def load(name: str, unpickler: type[pickle.Unpickler] = pickle.Unpickler) -> Any | None:
     base = cache_dir()
     if base is None:
         return None
     try:
         with open(os.path.join(base, name), "rb") as fh:
-            return pickle.load(fh)  # noqa: S301 - our own file in our own folder (see cache_dir)
+            return unpickler(fh).load()  # noqa: S301 - our own file in our own folder (see cache_dir)
     except Exception:  # noqa: BLE001 - missing, stale or damaged: rebuild
         return None
 
 
-def save(name: str, value: Any) -> None:
+def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> None:
     base = cache_dir()
     if base is None:
         return
     try:
         fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
         os.replace(tmp, os.path.join(base, name))
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time
         try:
@@ -79,13 +81,13 @@ def grammar_cache(package: str, grammar: str) -> str | bool:
 
     Named by the grammar's content, so two checkouts or versions that share the folder do
     not overwrite each other's tables on every run (lark would rebuild them: ~0.4 s)."""
-    from importlib.resources import files
+    import pkgutil
 
     base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
     if base is None:
         return False
     try:
-        text = files(package).joinpath(grammar).read_bytes()
+        text = pkgutil.get_data(package, grammar)
     except OSError:
         return False
     digest = hashlib.sha256(text).hexdigest()[:16]
@@ -95,8 +97,16 @@ def grammar_cache(package: str, grammar: str) -> str | bool:
 def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
     """A cache file name for something built from these parts on this machine (a compiled
     scanner database is specific to the CPU and the library that built it)."""
-    import platform
-
-    digest = hashlib.sha256(b"\0".join([*parts, platform.machine().encode()])).hexdigest()[:20]
+    digest = hashlib.sha256(b"\0".join([*parts, _machine().encode()])).hexdigest()[:20]
     return f"{kind}-{__version__}-{digest}{suffix}"
 
+
+
+def _machine() -> str:
+    """`platform.machine()` without importing `platform` (~1 ms): on POSIX it is `uname`'s."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return uname().machine
+    import platform
+
+    return platform.machine()

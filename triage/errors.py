@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from triage.records import Record
 
 
 class TriageError(Exception):
@@ -21,8 +21,7 @@ class InputError(TriageError):
     """The log could not be read: missing, a directory, unreadable, binary, too large."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Problem:
+class Problem(Record):
     """One thing wrong with a rule pack, located so an editor can jump to it.
 
     `line` is the line of the field when the pack says where it is, else of the rule, else of

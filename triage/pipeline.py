@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
@@ -18,8 +16,12 @@ from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
 from triage.parse.vocabulary import matcher
+from triage.records import Record, default_factory
 from triage.rule_engine.load import Rule, load_rules
 from triage.timeline.timeline import Timeline
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["Options", "Report", "load_rules", "run", "run_path"]
 
@@ -27,10 +29,9 @@ MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones ar
 RECENT_TEXTS = 2000
 
 
-@dataclass
-class Options:
+class Options(Record, frozen=False, kw_only=False):
     redact: bool = True
-    extra_rules: list[str] = field(default_factory=list)
+    extra_rules: list[str] = default_factory(list)
     max_bytes: int | None = None
     # Called after each line that states something has been fed to the timeline, with
     # (timeline, line, events): live callers (`run --`, `--follow`) watch for the fatal event.

@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.patterns import LazyPattern
+
 MASK = "[REDACTED]"
 
 # Names of flags and keys whose value is a secret (argv flags, dict keys, environment names).
 _SECRET_NAME = r"(?:api[_\-]?key|token|password|passwd|secret|authorization)"
-_PLACEHOLDER = re.compile(r"<[^<>\n]{1,100}>|\[REDACTED\]")
+_PLACEHOLDER = LazyPattern(r"<[^<>\n]{1,100}>|\[REDACTED\]")
 
 
 class Needs:
@@ -40,40 +42,42 @@ class Needs:
         return any(w in hay for w in self.words)
 
 
-# (pattern, replacement, what every match holds)
-_PATTERNS: list[tuple[re.Pattern[str], str, Needs]] = [
+# (pattern, replacement, what every match holds); each pattern here is compiled when a text
+# first needs it (LazyPattern): most logs hold none of these secrets, and compiling them all
+# cost ~2 ms of every start.
+_PATTERNS: list[tuple[LazyPattern, str, Needs]] = [
     # private key blocks, whole (to the end of the text when the END line is missing)
-    (re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
+    (LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
                 r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), MASK,
      Needs(('PRIVATE KEY',))),
     # Hugging Face user/org tokens
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), MASK,
+    (LazyPattern(r"\bhf_[A-Za-z0-9]{20,}"), MASK,
      Needs(('hf_',))),
     # OpenAI / Anthropic / DeepSeek style keys: sk-..., sk-proj-..., sk-ant-api03-...
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), MASK,
+    (LazyPattern(r"\bsk-[A-Za-z0-9_\-]{16,}"), MASK,
      Needs(('sk-',))),
     # Stripe-style live/test keys, Groq, Google, GitLab, NVIDIA, Replicate, PyPI, npm
-    (re.compile(r"\b(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
+    (LazyPattern(r"\b(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
                 r"|glpat-[A-Za-z0-9_\-]{20,}|nvapi-[A-Za-z0-9_\-]{20,}|r8_[A-Za-z0-9]{20,}"
                 r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"), MASK,
      Needs(('k_live_', 'k_test_', 'gsk_', 'AIza', 'glpat-', 'nvapi-', 'r8_', 'pypi-', 'npm_'))),
     # GitHub and Slack tokens, Slack webhooks
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
+    (LazyPattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
                 r"|xapp-[A-Za-z0-9\-]{10,})"), MASK,
      Needs(('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'xapp-'))),
-    (re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK,
+    (LazyPattern(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK,
      Needs(('hooks.slack.com/',))),
     # AWS access key ids
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
+    (LazyPattern(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
      Needs(('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA'))),
     # JSON Web Tokens (three base64url parts, the first two JSON objects)
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK,
+    (LazyPattern(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK,
      Needs(('eyJ',))),
     # Authorization headers and bearer tokens
-    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK,
+    (LazyPattern(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK,
      Needs(('bearer', 'basic', 'token'), lower=True)),
     # credentials inside URLs: scheme://user:password@host (a password may hold '@'; the last one ends it)
-    (re.compile(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
+    (LazyPattern(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
      r"\1" + MASK + "@",
      Needs(('://',))),
 ]
@@ -82,13 +86,13 @@ _PATTERNS: list[tuple[re.Pattern[str], str, Needs]] = [
 # (not a usage text's metavar: [--api-key API_KEY] [--hf-token [HF_TOKEN]])
 _FLAG_NAME = r"--[\w\-]{0,40}" + _SECRET_NAME
 _QUOTED_VALUE = r"'[^'\n]{0,4096}'|\"[^\"\n]{0,4096}\""
-_FLAG = re.compile(
+_FLAG = LazyPattern(
     r"(?i)(?:(?P<fq>['\"])" + _FLAG_NAME + r"(?P=fq)\s*,\s*(?P<item>" + _QUOTED_VALUE + ")"  # an argv list's items
     r"|" + _FLAG_NAME + r"\s+(?:(?P<q>" + _QUOTED_VALUE + ")"                                 # a quoted value
     r"|(?![-\[{<])(?-i:(?![A-Z][A-Z_]*(?:[\]\s]|$)))(?P<bare>[^\s'\",\]]+)))")                # a bare one, no metavar
 # key=value and 'key': value in argument dumps (Namespace(...), non-default args: {...}),
 # environment listings, URLs' query strings and JSON
-_KEY_VALUE = re.compile(
+_KEY_VALUE = LazyPattern(
     r"""(?ix)
     (?<![\w\-])  # from the start of a word only: tried at every offset of a long word it would be quadratic
     ([\w\-]*(?:api[_\-]?key|hf[_\-]?token|access[_\-]?token|auth[_\-]?token|secret[_\-]?access[_\-]?key|
@@ -96,11 +100,11 @@ _KEY_VALUE = re.compile(
     (?!None\b|none\b|null\b|False\b|True\b)
     (\[REDACTED\]|<[^<>\n]{1,100}>|'[^']*'|"[^"]*"|\[(?:\[REDACTED\]|[^\[\]]){0,4096}\]|[^\s,)}\]]+)""")
 # Authorization: <scheme> <credentials>, in headers, dicts and JSON (a short credential too)
-_AUTHORIZATION = re.compile(
+_AUTHORIZATION = LazyPattern(
     r"""(?ix)(\bauthorization['"]?\s*[:=]\s*['"]?)
     (?:(bearer|basic|token|digest|negotiate|apikey)\s+)?
     (\[REDACTED\]|[^\s'",}\]]{1,4096})""")
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_QUOTED = LazyPattern(r"'[^']*'|\"[^\"]*\"")
 # Cheap first look (plain substring tests on the lower-cased text, far quicker than one regex
 # with these alternatives): a line that holds none of these holds no secret any pattern knows.
 _TRIGGERS = ("hf_", "sk-", "k_live_", "k_test_", "gsk_", "aiza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_",
@@ -209,8 +213,8 @@ class LineRedactor:
 
     MAX_KEY_LINES = 200
     _BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-    _END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-    _ROW = re.compile(r"[A-Za-z0-9+/=]{4,128}|(?:Proc-Type|DEK-Info|Comment): [^\n]{0,200}")
+    _END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+    _ROW = LazyPattern(r"[A-Za-z0-9+/=]{4,128}|(?:Proc-Type|DEK-Info|Comment): [^\n]{0,200}")
 
     def __init__(self) -> None:
         self._key_lines_left = 0

@@ -8,11 +8,14 @@ Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyT
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from triage.patterns import LazyPattern
+from triage.records import Record
 
 LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+# Patterns behind a cheap test (a first character, a substring) that most logs never pass
+# are compiled on first use (LazyPattern); the ones most lines reach are compiled here.
 
-_ANSI = re.compile(
+_ANSI = LazyPattern(
     r"\x1b\[[0-9;?]*[A-Za-z]"  # real escapes
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC titles
     r"|\^\[\[[0-9;]*[A-Za-z]"  # pasted caret form ^[[0;36m
@@ -23,8 +26,7 @@ _ANSI = re.compile(
 _BRACKET_DIGIT = re.compile(r"\[\d")
 
 
-@dataclass(slots=True, frozen=True)
-class Line:
+class Line(Record, kw_only=False):
     """A log line reduced to its message, with where it came from."""
 
     no: int
@@ -65,14 +67,14 @@ _PROCESS = re.compile(
     r"\(?(?P<name>[A-Za-z][\w\-]*(?: (?:rank=\d+|[A-Z]+\d+(?:_[A-Z]+\d+)*))?)"
     r"(?:,? (?:rank=(?P<rank>\d+), )?pid=(?P<pid>\d{1,18}))?(?:, ip=(?P<ip>[^)\s]*))?\)\s?"
 )  # also SkyPilot's `(task, pid=N)` and `(worker1, rank=1, pid=N, ip=...)`
-_BARE_PID = re.compile(r"\(pid=(?P<pid>\d{1,18})(?:, ip=[^)\s]*)?\)\s?")  # Ray's task output: `(pid=4242) `
-_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:\s?")
-_STAGE = re.compile(r"\[Stage-\d+\]\s")
+_BARE_PID = LazyPattern(r"\(pid=(?P<pid>\d{1,18})(?:, ip=[^)\s]*)?\)\s?")  # Ray's task output: `(pid=4242) `
+_RANK = LazyPattern(r"\[rank(?P<rank>\d+)\]:\s?")
+_STAGE = LazyPattern(r"\[Stage-\d+\]\s")
 _VLLM_HEADER = re.compile(
     rf"(?P<level>{LEVELS}) (?:\d{{4}}-)?(?P<time>\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<source>[^\]\s]+:\d+)\] ?"
 )  # NVIDIA NIM's own logger writes the year: `INFO 2024-06-05 17:41:59.436 ngc_profile.py:222] `
 _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
-_QUOTE = re.compile(r"(?:>\s?)+")
+_QUOTE = LazyPattern(r"(?:>\s?)+")
 # `grep -n` (N:) and its context lines (N-), `nl`/`cat -n` (N and blanks): peeled only before
 # what starts a record, so a number that belongs to the message stays.
 _NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
@@ -80,13 +82,13 @@ _NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceb
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
 # An editor's or grep tool's search results (Notepad++ "Find in Files", VS Code): `\tLine 57: `.
-_SEARCH_HIT = re.compile(r"[ \t]*Line \d{1,9}: ")
+_SEARCH_HIT = LazyPattern(r"[ \t]*Line \d{1,9}: ")
 # tmux/screen copy mode's position marker `[31/357]`, copied at the end of the screen's top line.
-_TMUX_MARK = re.compile(r"\s*\[(\d{1,7})/(\d{1,7})\]$")
+_TMUX_MARK = LazyPattern(r"\s*\[(\d{1,7})/(\d{1,7})\]$")
 # PowerShell wraps a native command's first stderr line (`python.exe : <line>`) and follows it
 # with an error record: `At line:1 char:1`, `+ CategoryInfo : ...`, `+ FullyQualifiedErrorId : ...`.
 _PS_NATIVE = re.compile(r"(?:[\w.\-]+\.exe|python\d?|vllm|py) : (?=\S)")
-_PS_RECORD = re.compile(r"\s*(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId)\s+: )")
+_PS_RECORD = LazyPattern(r"\s*(?:At line:\d+ char:\d+$|\+ (?:CategoryInfo|FullyQualifiedErrorId)\s+: )")
 _RAY_REPEAT = re.compile(r"\[repeated (\d{1,18})x across cluster\](?: \(Ray deduplicates logs.*\))?\s*$")
 _RAY_DEDUP_NOTE = re.compile(r"\(Ray deduplicates logs by default\..*\)\s*$")
 _PROCESS_NAMES_WITHOUT_PID = {"raylet", "autoscaler", "gcs_server", "dashboard"}

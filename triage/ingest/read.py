@@ -17,10 +17,10 @@ import stat
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from triage.errors import InputError
+from triage.records import Record, default_factory
 
 CHUNK_SIZE = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -29,8 +29,7 @@ BINARY_SNIFF_BYTES = 64 * 1024
 UTF16_SNIFF_BYTES = 4096
 
 
-@dataclass
-class InputStats:
+class InputStats(Record, frozen=False, kw_only=False):
     """What the reader saw, for the report's `input` block."""
 
     name: str
@@ -41,7 +40,7 @@ class InputStats:
     encoding: str = "utf-8"
     wrap_width: int | None = None  # a hard-wrapped paste: the column its lines were cut at
     indent: str = ""  # a paste indented as a block: the whitespace cut from every line
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = default_factory(list)
 
 
 def file_kind(mode: int) -> str:

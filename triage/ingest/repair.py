@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from triage.ingest.lines import starts_record
+from triage.records import Record
 
 SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
@@ -67,8 +67,7 @@ def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple
         yield held_no, "".join(parts)
 
 
-@dataclass(frozen=True)
-class Repair:
+class Repair(Record, kw_only=False):
     """How a paste was reshaped: the indent before every line, the column lines were cut at."""
 
     indent: str = ""

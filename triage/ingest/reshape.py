@@ -9,17 +9,18 @@ Triton's Python backend logging a whole traceback in one glog record). Both know
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 
 from triage.ingest.lines import LEVELS, REQUEST_LOG_PREFIXES, peel
+from triage.patterns import LazyPattern
 
 # Record heads a paste can cut into, each with what the mended line must then look like.
-_HEADS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ('  File "', re.compile(r'  File "[^"]+", line \d+')),
-    ("Traceback (most recent call last):", re.compile(r"Traceback \(most recent call last\):\s*$")),
-    *((f"{level} ", re.compile(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d")) for level in LEVELS.split("|")),
-    *((head, re.compile(r"\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) ")) for head in (
+# (Compiled on first use: only a paste's first line is ever mended.)
+_HEADS: tuple[tuple[str, LazyPattern], ...] = (
+    ('  File "', LazyPattern(r'  File "[^"]+", line \d+')),
+    ("Traceback (most recent call last):", LazyPattern(r"Traceback \(most recent call last\):\s*$")),
+    *((f"{level} ", LazyPattern(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d")) for level in LEVELS.split("|")),
+    *((head, LazyPattern(r"\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) ")) for head in (
         "(APIServer pid=", "(EngineCore_DP0 pid=", "(EngineCore pid=", "(VllmWorker rank=", "(RayWorkerWrapper pid=",
         "(VllmWorkerProcess pid=", "(Worker_TP0 pid=", "(Worker pid=")),
 )
@@ -43,8 +44,8 @@ def mend_cut_start(text: str) -> str:
 
 # A literal backslash-n where a multi-line message was printed as one line: only when what
 # follows it is a traceback's own shape (a frame, the head, a chain note).
-_FOLDED = re.compile(r'\\n(?=  File "|Traceback \(most recent call last\)|\s*The above exception)')
-_LITERAL_NL = re.compile(r"\\n")
+_FOLDED = LazyPattern(r'\\n(?=  File "|Traceback \(most recent call last\)|\s*The above exception)')
+_LITERAL_NL = LazyPattern(r"\\n")
 MAX_PIECES = 400
 
 

@@ -8,18 +8,17 @@ A check whose inputs the log does not give is *cannot tell* with the missing fig
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from triage.units import GiB, MiB
 from triage.memory.quantities import Quantity, weakest
+from triage.records import Record
 
 FITS = "fits"
 FAILS = "fails"
 UNKNOWN = "cannot tell"
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Record, kw_only=False):
     """One of vLLM's checks under a configuration.
 
     name: a stable id (`startup_free_memory`, `kv_pool_positive`, `kv_fits_max_model_len`, ...).
@@ -36,7 +35,7 @@ class Check:
     missing: tuple[str, ...] = ()
     source: str = ""
     note: str = ""
-    lines: tuple[int, ...] = field(default=())
+    lines: tuple[int, ...] = ()
 
     @property
     def margin(self) -> float | None:

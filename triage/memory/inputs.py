@@ -8,9 +8,9 @@ reading of a log in from_facts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 
 from triage.memory.quantities import DEFAULT, Quantity
+from triage.records import Record, default_factory, replace
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
@@ -31,8 +31,7 @@ KV_ALLOC = "kv_cache_allocation"     # OOM allocating the pool: the whole budget
 SERVING = "serving_batch"            # OUTSIDE, while serving: scaled by the batch (tokens, sequences)
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Record, kw_only=False):
     """Flags of one start. None: what the failed start used (or vLLM's default)."""
 
     gpu_memory_utilization: float | None = None
@@ -50,8 +49,7 @@ class Config:
         return replace(self, **kw)
 
 
-@dataclass(frozen=True)
-class MemoryInputs:
+class MemoryInputs(Record, kw_only=False):
     """Figures of one start, per device. Quantities carry provenance and rounding intervals.
 
     total/free: device memory and what was free at startup (the tightest device);
@@ -66,7 +64,7 @@ class MemoryInputs:
     failure: str | None = None           # one of the constants above
     total: Quantity | None = None
     free: Quantity | None = None
-    util: Quantity = field(default_factory=lambda: Quantity.exact(DEFAULT_UTIL, DEFAULT))
+    util: Quantity = default_factory(lambda: Quantity.exact(DEFAULT_UTIL, DEFAULT))
     weights: Quantity | None = None
     activation_peak: Quantity | None = None
     non_torch: Quantity | None = None
@@ -96,7 +94,7 @@ class MemoryInputs:
     mm_single_seq: bool = False          # V0 clamped the multimodal profile to one sequence
     swap_total: Quantity | None = None   # swap x GPUs per node, as V0 prints it
     cpu_total: Quantity | None = None
-    sources: dict[str, str] = field(default_factory=dict)  # provenance of int settings
+    sources: dict[str, str] = default_factory(dict)  # provenance of int settings
 
     def current(self) -> Config:
         """The failed start's own configuration."""

@@ -10,13 +10,13 @@ weights and KV heads, an activation peak shrinking with the batch) are marked es
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from triage.memory import budget, kv
 from triage.memory.checks import FITS, Check, compare, fmt, unknown
 from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from triage.memory.quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
+from triage.records import Record, replace
 
 SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
 
@@ -34,8 +34,7 @@ def dtype_bytes(kv_dtype: str | None, model_dtype: str | None) -> float:
     return _DTYPE_BYTES.get(d, 2)
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(Record, kw_only=False):
     """The figures of one configuration, derived from the failed start's."""
 
     util: float
@@ -79,8 +78,6 @@ def offloaded(inp: MemoryInputs, cfg: Config) -> MemoryInputs:
     """--cpu-offload-gb X keeps X GiB of each GPU's weights in CPU RAM: the same start, lighter weights."""
     if not cfg.cpu_offload_gb or inp.weights is None:
         return inp
-    from dataclasses import replace
-
     x = cfg.cpu_offload_gb * (1 << 30)
     w = inp.weights
     lighter = Quantity(max(w.value - x, 0), max(w.lo - x, 0), max(w.hi - x, 0), w.source, w.line)

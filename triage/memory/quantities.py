@@ -9,9 +9,9 @@ coin flip into "fits".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from triage.units import GiB, MiB
+from triage.records import Record
 
 PRINTED = "printed"      # read from the log as vLLM/PyTorch printed it
 DERIVED = "derived"      # computed from printed figures
@@ -29,8 +29,7 @@ def weakest(*sources: str) -> str:
     return worst if _WEAKNESS.get(worst, 1) >= 2 else DERIVED
 
 
-@dataclass(frozen=True)
-class Quantity:
+class Quantity(Record, kw_only=False):
     """A value in [lo, hi] (bytes, tokens or a ratio), its provenance and the log line it came from."""
 
     value: float

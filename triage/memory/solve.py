@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from triage.memory import budget, kv
 from triage.memory.checks import FAILS, FITS, Check, overall
@@ -20,6 +19,7 @@ from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTS
                      MemoryInputs)
 from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
 from triage.memory.quantities import Quantity
+from triage.records import Record
 
 MAX_UTIL = 0.98        # a budget above this leaves nothing for the driver and graphs
 TOKEN_STEP = 256       # profile batches offered in multiples of this
@@ -29,8 +29,7 @@ _TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE, SER
            KV_ALLOC: OUTSIDE}
 
 
-@dataclass(frozen=True)
-class Verification:
+class Verification(Record, kw_only=False):
     """What the model says about one set of flags."""
 
     ok: bool

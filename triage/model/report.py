@@ -13,11 +13,12 @@ imported then: it validates these very dataclasses (`extra="forbid"` via `__pyda
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from triage import __version__
+from triage.records import lazy_dataclass
 
 SCHEMA_VERSION = 1
 # "recovered": an earlier startup attempt failed and the last one reached ready (additive in
@@ -29,6 +30,15 @@ class _Model:
     """What every part of the report offers, under pydantic's method names."""
 
     __pydantic_config__ = {"extra": "forbid"}
+    _names: ClassVar[tuple[str, ...]] = ()  # the fields, in order (set by `lazy_dataclass`)
+
+    def __eq__(self, other: object) -> bool:  # a dataclass's: the fields as tuples
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return tuple(getattr(self, n) for n in self._names) == tuple(getattr(other, n) for n in other._names)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._names)})"
 
     def model_dump(self, mode: str = "python") -> dict[str, Any]:
         """The part as plain data; `mode="json"`: only JSON types (tuples as lists, no inf/NaN)."""
@@ -83,13 +93,13 @@ def _adapter(cls: type):
     return TypeAdapter(cls)
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Tool(_Model):
     name: str = "vllm-triage"
     version: str = __version__
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class InputInfo(_Model):
     name: str
     lines: int
@@ -98,13 +108,13 @@ class InputInfo(_Model):
     compressed: bool = False
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class VllmInfo(_Model):
     version: str | None = None
     engine: Literal["v0", "v1"] | None = None
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Echo(_Model):
     """Another process's error after the fatal one: it failed because the first one did."""
 
@@ -113,7 +123,7 @@ class Echo(_Model):
     message: str
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Failure(_Model):
     phase: str | None = None
     line: int
@@ -123,14 +133,14 @@ class Failure(_Model):
     downstream: list[Echo] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Evidence(_Model):
     line: int
     text: str
     origin: str = ""
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class RemedyCheck(_Model):
     """What the memory model checked a numeric remedy against, with the worst-case margin."""
 
@@ -145,7 +155,7 @@ class RemedyCheck(_Model):
         self.margin = _as_float(self.margin)
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Remedy(_Model):
     text: str
     flags: dict[str, str] = field(default_factory=dict)
@@ -153,7 +163,7 @@ class Remedy(_Model):
     check: RemedyCheck | None = None  # set on every remedy whose flags the memory model can check
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Diagnosis(_Model):
     id: str
     title: str
@@ -170,7 +180,7 @@ class Diagnosis(_Model):
         self.confidence = _as_float(self.confidence)
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class AttemptSummary(_Model):
     index: int
     first_line: int
@@ -180,7 +190,7 @@ class AttemptSummary(_Model):
     repeats: int = 1
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class Report(_Model):
     schema_version: int = SCHEMA_VERSION
     tool: Tool = field(default_factory=Tool)
@@ -194,12 +204,12 @@ class Report(_Model):
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class BatchErrorInput(_Model):
     name: str
 
 
-@dataclass(kw_only=True)
+@lazy_dataclass
 class BatchError(_Model):
     """A line of `batch --jsonl` for a log that could not be read (instead of its report)."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import replace
 from functools import lru_cache
 
 from lark import Token, Tree
@@ -24,6 +23,7 @@ from triage.ingest.lines import Line
 from triage.ingest.periodic import metrics_item
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
+from triage.records import replace
 
 _WS = re.compile(r"\s+")
 # Source lines that still state something: a worker method dispatched by name, a phase call.
@@ -188,8 +188,9 @@ def _simple_rules() -> dict[str, tuple[str, str, str, bool, bool]]:
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
     forms: dict[str, set[tuple]] = {}
+    starts = frozenset(START_RULES)  # a rule's name is a lark Token: `in` a tuple ran its __eq__ 12 000 times
     for r in lark.rules:
-        if r.origin.name in START_RULES:
+        if r.origin.name in starts:
             names = tuple(sym.name for sym in r.expansion)
             forms.setdefault(r.origin.name, set()).add((names[:1], names[1:], r.alias))
     out = {}

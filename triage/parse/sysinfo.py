@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from triage.model import events as ev
 from triage.ingest.lines import Line
+from triage.patterns import LazyPattern
 from triage.units import MiB
 
 # Literal words one of which every line this module reads contains (the cheap prefilter).
@@ -22,22 +23,23 @@ WORDS = ("MiB", "NVIDIA-SMI", "Driver Version", "/dev/nvidia", "PyTorch version:
          "Nvidia driver version:", "CUDA used to build PyTorch:", "GPU models and configuration:", "memory.total",
          "used_memory", "used_gpu_memory", "GPU 0:", "GPU 1:", "GPU 2:", "GPU 3:", "00000000:")
 
-_SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
+# The readers' patterns are compiled on first use (most logs carry no nvidia-smi output).
+_SMI_HEADER = LazyPattern(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
 # Each `\s+` is followed by something that cannot be a space (a digit, `\S`, a word), and each
 # lazy name ends on `(?<=\S)`, so every split is forced and matching stays linear: with a
 # plain `(.+?)` after `\s+`, a line of spaces made the match cubic (seconds for 2 KB).
 # (Possessive quantifiers would say the same, but Python 3.10 has none.)
-_SMI_GPU = re.compile(r"^\|\s+(\d+)\s+(\S.*?)(?<=\S)\s+(?:On|Off)\s+\|")
-_SMI_MEMORY = re.compile(r"\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|")
-_SMI_PROCESS = re.compile(
+_SMI_GPU = LazyPattern(r"^\|\s+(\d+)\s+(\S.*?)(?<=\S)\s+(?:On|Off)\s+\|")
+_SMI_MEMORY = LazyPattern(r"\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|")
+_SMI_PROCESS = LazyPattern(
     r"^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C|G|C\+G|M|M\+C)\s+(\S.*?)(?<=\S)\s+"
     r"(\d+|N/A)(?:MiB)?\s+\|")
-_FUSER = re.compile(r"^(?:/dev/nvidia[\w-]*:)?\s+(\S+)\s+(\d+)\s+[FfmMrRcCeE.]{4,6}\s+(\S+)")
+_FUSER = LazyPattern(r"^(?:/dev/nvidia[\w-]*:)?\s+(\S+)\s+(\d+)\s+[FfmMrRcCeE.]{4,6}\s+(\S+)")
 _ENV = {
     "PyTorch version:": "torch_version", "vLLM Version:": "vllm_version", "Nvidia driver version:": "driver_version",
     "CUDA used to build PyTorch:": "torch_cuda_version", "CUDA runtime version:": "cuda_runtime_version",
 }
-_ENV_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID[^()]*\))?$")
+_ENV_GPU = LazyPattern(r"^GPU (\d+): (.+?)(?: \(UUID[^()]*\))?$")
 KEPT_ROWS = 32  # rows of a block of process rows read whole (the largest): a report lists 16
 
 
@@ -178,7 +180,7 @@ def _row_pattern(columns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("(?m)^" + ",".join(fields) + r"\n")
 
 
-_MIB = re.compile(r"(\d+(?:\.\d+)?)\s*MiB")
+_MIB = LazyPattern(r"(\d+(?:\.\d+)?)\s*MiB")
 
 
 def _mib(value: str | None) -> int | None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import re
 
-from lark import v_args
-
 from triage.parse.engine_args import parse_settings
-from triage.parse.transform_common import num, whole
+from triage.parse.transform_common import inline_children, num, whole
 from triage.parse.transform_default import DefaultEvents
 from triage.parse.transform_failures import FailureEvents
 from triage.parse.transform_layers import LayerEvents
@@ -20,8 +18,8 @@ from triage.parse.transform_memory import MemoryEvents
 from triage.units import parse_size
 
 
-# Each mixin carries its own @v_args: lark applies it only to the methods a class defines itself.
-@v_args(inline=True)
+# Each mixin carries its own inline_children: it applies only to the methods a class defines itself.
+@inline_children
 class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     """Method names are the grammar's rule names and aliases; each returns event fields. By family:
     memory (MemoryEvents), the other startup failures (FailureEvents), the layers under vLLM

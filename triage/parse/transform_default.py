@@ -9,7 +9,6 @@ whose text needs interpreting (units in the tail, a choice between wordings) kee
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from lark import Token, Tree
@@ -17,6 +16,7 @@ from lark import Token, Tree
 from triage.model.events.base import KINDS
 from triage.parse.grammar import START_RULES
 from triage.parse.transform_common import num, whole
+from triage.records import field_annotations
 from triage.units import parse_size
 
 
@@ -25,7 +25,7 @@ def fields_from_terminals(kind: str, children: list[Any]) -> dict[str, Any] | No
     cls = KINDS.get(kind)
     if cls is None:
         return None
-    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    types = {name: str(annotation) for name, annotation in field_annotations(cls).items()}
     item: dict[str, Any] = {"kind": kind}
     for token in children:
         if not isinstance(token, Token):

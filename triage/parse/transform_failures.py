@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer
 
-from triage.parse.transform_common import whole
+from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
 
 
-@v_args(inline=True)
+@inline_children
 class FailureEvents(Transformer):
     """Methods named after the start rules of the non-memory startup failures."""
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from lark import Transformer, v_args
+from lark import Transformer
 
+from triage.parse.transform_common import inline_children
 from triage.units import parse_size
 
 # (key, family, texts as the runtime prints them, enum names without their prefix): errors.md §2.2, §2.5
@@ -84,7 +85,7 @@ def _quoted_path(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-@v_args(inline=True)
+@inline_children
 class LayerEvents(Transformer):
     """Methods named after the start rules of the "layers under vLLM" grammar section."""
 

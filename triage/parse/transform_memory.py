@@ -3,14 +3,14 @@ free memory at start-up and the KV capacity errors. A mixin of ToEvents (transfo
 
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer
 
 from triage.model import events as ev
-from triage.parse.transform_common import num, whole
+from triage.parse.transform_common import inline_children, num, whole
 from triage.units import parse_size
 
 
-@v_args(inline=True)
+@inline_children
 class MemoryEvents(Transformer):
     """Methods named after the memory start rules of vllm_log.lark."""
 

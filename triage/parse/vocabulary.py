@@ -13,6 +13,7 @@ from functools import lru_cache
 from triage.parse.grammar import PHASE_CALLS, anchor_groups, first_terminals, grammar
 from triage.parse.layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
 from triage.ingest.matcher import Matcher
+from triage.patterns import LazyPattern
 
 REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "OOM_HEAD": ("out of memory.",),
@@ -119,7 +120,7 @@ HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
 
 
 @lru_cache(maxsize=1)
-def word_groups() -> dict[str, tuple[tuple[int, re.Pattern[str] | None], ...]]:
+def word_groups() -> dict[str, tuple[tuple[int, LazyPattern | None], ...]]:
     """Each prefilter word -> the anchor groups it can open (their search order), each with the
     characters the group's match may hold before the word (None: it starts at the word)."""
     terminals, first = _grammar_facts()
@@ -129,9 +130,16 @@ def word_groups() -> dict[str, tuple[tuple[int, re.Pattern[str] | None], ...]]:
             back = HINT_LOOKBACK.get(name, ".") if name in REGEX_HINTS else ""
             for word in _literals(name, terminals[name].pattern):
                 out.setdefault(word, {}).setdefault(order, set()).add(back)
-    return {w: tuple((order, re.compile("|".join(sorted(c - {""})), re.S) if c - {""} else None)
+    return {w: tuple((order, _lookback("|".join(sorted(c - {""}))) if c - {""} else None)
                      for order, c in sorted(groups.items()))
             for w, groups in out.items()}
+
+
+@lru_cache(maxsize=None)
+def _lookback(source: str) -> LazyPattern:
+    """One pattern object per class (the anchor search keys the walks it has done by it),
+    compiled when a walk first needs it: most lines hold few of the words."""
+    return LazyPattern(source, re.S)
 
 
 

@@ -7,14 +7,13 @@ start-up) for objects that are built once by the loader and only read afterwards
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from triage.rule_engine.expr import Expr
 from triage.rule_engine.template import Template
+from triage.records import Record
 
 
-@dataclass(frozen=True, slots=True)
-class RemedyTemplate:
+class RemedyTemplate(Record, kw_only=False):
     """A remedy's templates and its condition (None: always offered)."""
 
     text: Template
@@ -23,8 +22,7 @@ class RemedyTemplate:
     when: Expr | None
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Record, kw_only=False):
     """A rule ready to run: every expression and template compiled."""
 
     id: str

@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +24,7 @@ from lark.exceptions import LarkError
 
 from triage.rule_engine.budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
+from triage.records import Record, default_factory
 from triage.rule_engine.functions import FUNCTIONS
 from triage.units import GiB, KiB, MiB
 
@@ -40,12 +41,11 @@ def _parser() -> Lark:
     return Lark.open_from_package(__package__, "expr.lark", parser="lalr", cache=grammar_cache(__package__, "expr.lark"))
 
 
-@dataclass
-class Trace:
+class Trace(Record, frozen=False, kw_only=False):
     """What an evaluation read: the source lines of events and facts, in first-read order;
     and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
-    lines: dict[int, None] = field(default_factory=dict)
+    lines: dict[int, None] = default_factory(dict)
     budget: Budget | None = None
 
     def saw(self, line: int | None) -> None:
@@ -71,12 +71,39 @@ class FactView:
         return fact.value
 
 
-@dataclass(frozen=True)
 class Expr:
-    """A compiled expression: the source text and its tree."""
+    """A compiled expression: the source text and its tree.
 
-    source: str
-    tree: Any
+    Pickled (the rules cache) as nested tuples, and its lark tree rebuilt on first use: a run
+    evaluates a tenth of the rules' expressions, and building lark's Tokens and Trees for all
+    of them was half of loading the cached rules."""
+
+    __slots__ = ("source", "_tree")
+
+    def __init__(self, source: str, tree: Any) -> None:
+        self.source = source
+        self._tree = tree
+
+    @property
+    def tree(self) -> Any:
+        tree = self._tree
+        if type(tree) is tuple:  # packed (unpickled): build lark's objects now
+            tree = self._tree = _unpack(tree)
+        return tree
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Expr, (self.source, _pack(self.tree)))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Expr:
+            return NotImplemented
+        return self.source == other.source and self.tree == other.tree
+
+    def __hash__(self) -> int:
+        return hash(self.source)
+
+    def __repr__(self) -> str:
+        return f"Expr(source={self.source!r}, tree={self.tree!r})"
 
     def evaluate(self, context: Mapping[str, Any], trace: Trace | None = None) -> Any:
         return _Evaluator(context, trace or Trace()).eval(self.tree, 0)
@@ -88,6 +115,23 @@ class Expr:
             if node.data == "path":
                 out.add(str(node.children[0]))
         return out
+
+
+def _pack(node: Any) -> Any:
+    """A lark tree as nested tuples: ("t", data, children) and ("k", <what Token.__reduce__ keeps>)."""
+    if isinstance(node, Tree) and node._meta is None:
+        return ("t", _pack(node.data), tuple(_pack(c) for c in node.children))
+    if isinstance(node, Token):
+        return ("k", node.type, node.value, node.start_pos, node.line, node.column)
+    return ("v", node)
+
+
+def _unpack(packed: tuple) -> Any:
+    if packed[0] == "t":
+        return Tree(_unpack(packed[1]), [_unpack(c) for c in packed[2]])
+    if packed[0] == "k":
+        return Token(*packed[1:])
+    return packed[1]
 
 
 def compile_expr(source: object) -> Expr:
@@ -254,6 +298,8 @@ def _record_fields(value: Any) -> Any:
     pydantic = sys.modules.get("pydantic")  # no model exists before pydantic is imported:
     if pydantic is not None and isinstance(value, pydantic.BaseModel):  # evaluating never imports it
         return type(value).model_fields
+    if isinstance(value, Record):  # an event, the failure: records (`triage.records`)
+        return _dataclass_fields(type(value))
     if is_dataclass(value) and not isinstance(value, type):
         return _dataclass_fields(type(value))
     return None
@@ -262,7 +308,8 @@ def _record_fields(value: Any) -> Any:
 @lru_cache(maxsize=None)
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
-    return frozenset(f.name for f in fields(cls)) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
+    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))
+    return frozenset(names) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 
 def _number(text: str) -> int | float:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
 from triage.rule_engine.compiled import RemedyTemplate, Rule
 from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.template import Template, compile_template
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir", "builtin_pack_paths", "expand_pack_paths",
            "load_packs", "load_rules", "load_taxonomy", "read_pack_text"]
@@ -28,7 +30,7 @@ __all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir",
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "dataclasses-2"  # part of the cache key: a pickle of another shape of Rule is never read
+RULES_FORMAT = "records-2"  # part of the cache key: a pickle of another shape of Rule is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -40,9 +42,19 @@ FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 def builtin_dir() -> Path:
     """The shipped packs' folder: `triage/rules_builtin/` in an installed copy (package data),
     the checkout's top-level `rules/` otherwise."""
-    here = Path(__file__).resolve()
-    installed = here.parents[1] / "rules_builtin"
-    return installed if (installed / TAXONOMY).is_file() else here.parents[2] / "rules"
+    from pathlib import Path
+
+    return Path(_builtin_folder())
+
+
+def _builtin_folder() -> str:
+    """`builtin_dir()` as a string: a plain run reads its packs' stamps without pathlib (~2 ms
+    of imports)."""
+    here = os.path.realpath(__file__)
+    installed = os.path.join(os.path.dirname(os.path.dirname(here)), "rules_builtin")
+    if os.path.isfile(os.path.join(installed, TAXONOMY)):
+        return installed
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "rules")
 
 
 def packs_in(folder: Path) -> list[Path]:
@@ -55,8 +67,20 @@ def builtin_pack_paths() -> list[Path]:
     return packs_in(builtin_dir())
 
 
+def _builtin_pack_files() -> list[str]:
+    """`builtin_pack_paths()` as strings, listed without pathlib (what a plain run needs)."""
+    folder = _builtin_folder()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in sorted(names) if n.endswith(".yaml") and n != TAXONOMY]
+
+
 def expand_pack_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Extra packs as given on the command line: a folder stands for its packs."""
+    from pathlib import Path
+
     out: list[Path] = []
     for p in paths:
         path = Path(p)
@@ -272,8 +296,10 @@ class _RuleCompiler:
                 self.expr((*path, "when"), spec.when) if spec.when is not None else None)
 
 
-def load_packs(paths: Iterable[Path], causes: set[str] | None = None) -> list[Rule]:
+def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> list[Rule]:
     """Load, validate and compile packs; raise one RulePackError carrying every problem."""
+    from pathlib import Path
+
     problems: list[Problem] = []
     rules: list[Rule] = []
     ids: dict[str, str] = {}
@@ -304,16 +330,17 @@ def load_rules(extra: Iterable[str] = ()) -> list[Rule]:
     """The built-in rules and those of `extra` packs or folders, compiled once per process."""
     key = tuple(extra)
     if key not in _RULES_CACHE:
-        _RULES_CACHE[key] = _load_rules_cached([*builtin_pack_paths(), *expand_pack_paths(extra)])
+        extra_paths = expand_pack_paths(key) if key else []
+        _RULES_CACHE[key] = _load_rules_cached([*_builtin_pack_files(), *extra_paths])
     return _RULES_CACHE[key]
 
 
-def _load_rules_cached(paths: list[Path]) -> list[Rule]:
+def _load_rules_cached(paths: list[str | Path]) -> list[Rule]:
     """Compiled rules from the on-disk cache when their packs are unchanged (YAML and
     expression compiling cost more than a whole small log)."""
     from triage import cache
 
-    key = cache.stamp([*paths, builtin_dir() / TAXONOMY], "rules", RULES_FORMAT)
+    key = cache.stamp([*paths, os.path.join(_builtin_folder(), TAXONOMY)], "rules", RULES_FORMAT)
     name = f"rules-{key}.pickle" if key else None
     rules = cache.load(name) if name else None
     if isinstance(rules, list) and all(isinstance(r, Rule) for r in rules):

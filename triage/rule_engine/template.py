@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from triage.errors import ExpressionError
 from triage.rule_engine.expr import Trace, compile_expr
 from triage.units import gib, human, mib
+from triage.records import Record
 
 MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
 
@@ -40,8 +40,7 @@ FILTERS: dict[str, Callable[[Any], str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(Record, kw_only=False):
     """Text with `{expression|filter}` placeholders; renders to None if any value is missing."""
 
     source: str

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from triage.model import events as ev
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
+from triage.records import Record
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(Record, kw_only=False):
     value: Any
     line: int
     origin: str = ""

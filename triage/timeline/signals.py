@@ -6,13 +6,13 @@ those over a line. The timeline (`timeline.py`) only keeps and orders them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from triage.model import events as ev
 from triage.ingest.lines import Line
 from triage.model.events.base import CHATTER_LEVELS, Role
 from triage.model.phases import phase_of_frames
+from triage.records import Record, default_factory
 
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
@@ -21,12 +21,11 @@ E = TypeVar("E", bound=ev.Event)
 DEATH_WINDOW = 400  # lines between an engine's fatal error and the wrapper saying it died
 
 
-@dataclass
-class Traceback:
+class Traceback(Record, frozen=False, kw_only=False):
     """One printed traceback: its frames (outermost first) and the exception that ends it."""
 
     start_line: int
-    frames: list[ev.Frame] = field(default_factory=list)
+    frames: list[ev.Frame] = default_factory(list)
     exception: ev.ExceptionRaised | None = None
 
     @property
@@ -34,12 +33,11 @@ class Traceback:
         return phase_of_frames([(f.file, f.func) for f in self.frames])
 
 
-@dataclass
-class Chain:
+class Chain(Record, frozen=False, kw_only=False):
     """Tracebacks joined by "The above exception was the direct cause ..." in one origin."""
 
     origin: str
-    tracebacks: list[Traceback] = field(default_factory=list)
+    tracebacks: list[Traceback] = default_factory(list)
     open_for_more: bool = False
 
     @property
@@ -54,8 +52,7 @@ class Chain:
         return [f for tb in self.tracebacks for f in tb.frames]
 
 
-@dataclass
-class Signal:
+class Signal(Record, frozen=False, kw_only=False):
     """Everything error-like that one line says, with where and when it happened."""
 
     line: int
@@ -103,7 +100,7 @@ class Signal:
 
     implied_phase: str | None = None  # from an error that follows and names the phase
     phase_line: int | None = None  # the sibling rank's frame line that gave implied_phase
-    sibling_frames: list[str] = field(default_factory=list)  # that sibling's frame functions
+    sibling_frames: list[str] = default_factory(list)  # that sibling's frame functions
 
     @property
     def phase(self) -> str | None:

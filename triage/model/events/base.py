@@ -1,9 +1,10 @@
 """The base of every event: the fields each shares (line, origin, pid, cut short), and what a
 class of event means to the stages after the parser, declared on the class.
 
-An event is a frozen dataclass with slots: it is built by our transformer from parsed text,
-so it needs no validation, and a plain class keeps pydantic out of importing the events (a
-stage that only reads logs need not load it).
+An event is a frozen record with slots (`triage.records`: a frozen keyword-only dataclass to
+its callers, built without `dataclasses`' per-class code generation): it is built by our
+transformer from parsed text, so it needs no validation, and a plain class keeps pydantic out
+of importing the events (a stage that only reads logs need not load it).
 What a kind of event *means* (is it an error, does it state a cause, which phase does it
 mark, which figures does it give) is a class attribute, so adding a family is one class:
 the timeline and the facts read the class, not tables keyed by kind names.
@@ -14,10 +15,11 @@ The classes live by family (`memory.py`, `progress.py`, `failures.py`, `evidence
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any, ClassVar, Protocol, TypeVar
+
+from triage.records import Record
 
 # Levels at which a line only mentions a crash (a warning that something may segfault).
 CHATTER_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
@@ -51,19 +53,15 @@ class FactSink(Protocol):
 
 
 def event(cls: type[EventT]) -> type[EventT]:
-    """Make an event class: a frozen dataclass with slots and keyword-only fields.
-
-    Its repr, equality and hash are the base's, generic over `_names`: dataclasses would
-    generate (exec) five methods per class, which for sixty classes costs start-up time
-    (twice what pydantic's deferred models took); only `__init__` and the frozen guards are."""
-    made = dataclasses.dataclass(frozen=True, slots=True, kw_only=True, repr=False, eq=False)(cls)
-    made._names = tuple(f.name for f in dataclasses.fields(made))
+    """Register an event class under its `kind` (the class itself is made by `Record`: frozen,
+    slotted, keyword-only fields). Its repr, equality and hash are the base's, generic over
+    `_names`."""
     kind = cls.__dict__.get("kind")
     if kind:
         if kind in KINDS:
             raise TypeError(f"two event classes say kind {kind!r}: {KINDS[kind].__name__} and {cls.__name__}")
-        KINDS[kind] = made
-    return made
+        KINDS[kind] = cls
+    return cls
 
 
 # kind -> class, filled as each family's module defines its classes: the parser finds a
@@ -71,8 +69,7 @@ def event(cls: type[EventT]) -> type[EventT]:
 KINDS: dict[str, type] = {}
 
 
-@event
-class Event:
+class Event(Record):
     """Fields every event shares, and the class attributes that say what its kind means."""
 
     kind: ClassVar[str] = ""  # the name rules use (`when: {event: torch_oom}`)
@@ -83,7 +80,7 @@ class Event:
     failed_in: ClassVar[str | None] = None  # the phase an error of this kind names, whatever the frames say
     # fact name -> field: the figures this event gives (`timeline.facts`); `add_facts` does the rest
     facts: ClassVar[Mapping[str, str]] = {}
-    _names: ClassVar[tuple[str, ...]] = ()  # the data fields, in order (set by `event`)
+    _names: ClassVar[tuple[str, ...]] = ()  # the data fields, in order (set by `Record`)
 
     line: int = 0
     origin: str = ""
@@ -137,5 +134,5 @@ class Event:
 
 def event_fields(cls: type[Event]) -> tuple[str, ...]:
     """The data fields of an event class (what a rule may read)."""
-    return tuple(f.name for f in dataclasses.fields(cls))
+    return cls._names
 

@@ -3,9 +3,8 @@ KV cache, blocks, weights) and its KV capacity errors. Quantities are ints in by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from triage.model.events.base import Event, FactSink, Role, event
+from triage.records import Record
 
 KV_ALLOCATION = "kv_cache_allocation"
 
@@ -13,8 +12,7 @@ KV_ALLOCATION = "kv_cache_allocation"
 # --- PyTorch and device memory -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OomProcess:
+class OomProcess(Record):
     """One `Process P has X memory in use` clause of an OOM message."""
 
     pid: int
