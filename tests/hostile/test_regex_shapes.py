@@ -2,10 +2,11 @@
 
 Python's `re` backtracks. A repeat inside a repeat (`(\\w+\\s?)*`) can split a run of text
 between its iterations in exponentially many ways, and a failing match tries them all.
-Every compiled pattern the package keeps (module and class attributes, lists of them, and
-the terminals of both grammars) is parsed with `re`'s own parser and each unbounded repeat
-whose body holds another unbounded repeat must be anchored: its body opens or closes with a
-literal character that none of the inner repeats can match (`(?:\\.\\w+)*`: each iteration
+Every pattern the package keeps (module and class attributes, lists and tables of them,
+those compiled on first use, and the terminals of both grammars) is parsed with `re`'s own
+parser, and each unbounded repeat whose body holds another unbounded repeat must be
+anchored: its body opens or closes with a literal character that none of the inner repeats
+can match (`(?:\\.\\w+)*`: each iteration
 starts at a dot, so a text splits one way only). Polynomial shapes are measured by
 benchmarks/linearity.py; patterns built inside functions are not seen here.
 """
@@ -21,17 +22,20 @@ from re import _parser
 import pytest
 
 import triage
+from triage.patterns import LazyPattern
 
 LARGE = 256  # a bounded repeat this long backtracks like an unbounded one
 REPEATS = {C.MAX_REPEAT, C.MIN_REPEAT} | ({C.POSSESSIVE_REPEAT} if hasattr(C, "POSSESSIVE_REPEAT") else set())
 
 
-def _patterns_of(namespace: dict, where: str, out: dict) -> None:
+def _patterns_of(namespace: dict, where: str, out: dict, depth: int = 0) -> None:
     for name, value in list(namespace.items()):
         values = value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
         for item in values:
-            if isinstance(item, re.Pattern):
+            if isinstance(item, (re.Pattern, LazyPattern)):  # a lazy one is read without compiling it
                 out.setdefault((item.pattern, item.flags), f"{where}.{name}")
+            elif isinstance(item, tuple) and depth < 2:  # (pattern, replacement, ...) tables
+                _patterns_of({name: list(item)}, where, out, depth + 1)
 
 
 def package_patterns() -> dict[tuple, str]:
