@@ -1,12 +1,16 @@
 """Each secret shape's pattern runs only on a text holding a literal its matches need
-(each pattern's `Needs`): held to running every pattern on every text, on a secret of each shape
-(alone, inside a line, in upper and lower case) and on every fixture line."""
+(each pattern's `Needs`), and the flag, Authorization and key=value passes only on a text that
+can hold their match: held to running every pattern on every text, on a secret of each shape
+and each form (alone, inside a line, in upper and lower case), on mixes of them and on every
+fixture line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from triage.diagnose import redact
 
@@ -47,3 +51,32 @@ def test_the_gates_change_nothing_on_fixture_lines():
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             for text in _cases(line)[:3]:
                 assert redact._shapes(text) == _every_pattern(text), (path.name, text[:120])
+
+
+# ---- the gates of the flag, Authorization and key=value passes (`_redact`) ----------------------
+
+FORMS = ["--api-key sk-abcdef0123456789abcdef", "'--hf-token', 'hf_tok'", '--token "quoted value"', "--api-key=x",
+         "Authorization: Basic dXNlcjpw", "authorization = 'tok'", "AUTHORIZATION:Bearer xyz0123456789ab",
+         "api_key='k1'", "HF_TOKEN=hf_x", "password: hunter2", "'secret': 'abc'", "passwd =\tp4ss", "token\u00a0:v",
+         "private_key=\"pem\"", "key : value", "tokens/s", "Avg prompt throughput: 12.0 tokens/s, Running: 3 reqs",
+         "token\u2003abcdef0123456789xyz", "bearer\tabcdefghijklmnop", "token\rabcdefghijklmnop", "KEY= 1"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_passes_gated_equal_the_passes_run_on_every_text(form):
+    for text in _cases(form) + [form + " " + f for f in FORMS[:5]]:
+        assert redact._redact(text) == redact._redact_ungated(text), text
+
+
+def test_the_passes_gated_change_nothing_on_fixture_lines():
+    for path in FIXTURES:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            for text in _cases(line)[:3]:
+                assert redact._redact(text) == redact._redact_ungated(text), (path.name, text[:120])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(FORMS + SECRETS + [" ", "=", ":", "'", '"', "--", "\t", "x", "Token", "KEY"]),
+                max_size=8).map("".join))
+def test_the_passes_gated_equal_the_passes_run_on_any_mix(text):
+    assert redact._redact(text) == redact._redact_ungated(text)
