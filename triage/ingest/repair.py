@@ -46,8 +46,22 @@ def detect_width(sample: list[str]) -> int | None:
     at = [i for i, line in enumerate(sample[:-1]) if len(line) == width]
     if len({(sample[i], sample[i + 1]) for i in at}) < max(2, (len(at) + 1) // 2):
         return None  # one line and its follower, repeated (a banner, a bar): not wrapping
-    continued = sum(1 for i in at if not starts_record(sample[i + 1]))
-    return width if continued >= 0.6 * len(at) else None
+    return width if _mostly_continued(sample, at, 0.6) else None
+
+
+def _mostly_continued(sample: list[str], at: list[int], share: float) -> bool:
+    """Whether at least `share` of the lines after those at `at` start no record; decided as
+    soon as the lines left cannot change the answer (each test peels a line: a log whose lines
+    share a length, NCCL chatter, would test thousands)."""
+    need = share * len(at)
+    continued = 0
+    for seen, i in enumerate(at, 1):
+        continued += not starts_record(sample[i + 1])
+        if continued >= need:
+            return True
+        if continued + len(at) - seen < need:
+            return False
+    return continued >= need
 
 
 def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple[int, str]]:
