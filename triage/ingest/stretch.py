@@ -74,24 +74,18 @@ class Stretches:
         if spots is not self._spots:  # once a chunk: where the other words are
             mid = self.metrics_id
             self._spots, self._others = spots, [off for off, i in spots if i != mid]
-        others = self._others
-        at = bisect_left(others, start)
-        stop = last + 1 if at == len(others) else chunk.rfind(b"\n", start, others[at]) + 1
-        if stop <= start:
-            return None
-        m = pattern.match(chunk, start, stop)
+        m = self._match(pattern, chunk, start, last)
         if m is None:
             return None
-        stop = m.end()
-        if chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop):
-            stop = chunk.rfind(b"\n", start, _bare_cr(chunk, start, stop)) + 1  # the lines before a `\r` frame
-            m = pattern.match(chunk, start, stop) if stop > start else None
-            if m is None or m.end() != stop:
+        stop, j, lines = self._measure(m, spots, k)
+        if j - k != lines or chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop):
+            self._mark_odd(chunk, start, stop, spots, k, j)  # odd lines ahead: it ends before the first
+            m = self._match(pattern, chunk, start, last)
+            if m is None:
                 return None
-        j = bisect_left(spots, (stop, -1), k)
-        lines = chunk.count(b"\n", start, stop)
+            stop, j, lines = self._measure(m, spots, k)
         if j - k != lines or chunk.count(_WORD, start, stop) != lines:
-            self._spent = (chunk, stop)  # a line holds the word twice: these go one by one
+            self._spent = (chunk, stop)  # not one word found a line: these go one by one
             return None
         latest = {}
         count = chunk.count
@@ -101,6 +95,32 @@ class Stretches:
                 latest[key] = (count(b"\n", start, s) + 1, chunk[s:e])
         self._taken += lines
         return stop, j, lines, latest
+
+    def _match(self, pattern: re.Pattern[bytes], chunk: bytes, start: int, last: int) -> re.Match[bytes] | None:
+        """The pattern's match from chunk[start] on, up to the line of the next other word."""
+        others = self._others
+        at = bisect_left(others, start)
+        stop = last + 1 if at == len(others) else chunk.rfind(b"\n", start, others[at]) + 1
+        return pattern.match(chunk, start, stop) if stop > start else None
+
+    @staticmethod
+    def _measure(m: re.Match[bytes], spots: list[tuple[int, int]], k: int) -> tuple[int, int, int]:
+        """A match's end, the index of the first hit past it, and its lines."""
+        start, stop = m.span()
+        return stop, bisect_left(spots, (stop, -1), k), m.string.count(b"\n", start, stop)
+
+    def _mark_odd(self, chunk: bytes, start: int, stop: int, spots: list[tuple[int, int]], k: int, j: int) -> None:
+        """Every line of chunk[start:stop] that the pattern takes but `verdict` would not hold (a
+        `\\r` frame: a `\\r` no newline follows; a second word) counts as holding another word,
+        all found at once (a stretch cut before each in turn would be matched again each time)."""
+        odd, find = [], chunk.find
+        at = find(b"\r", start, stop)
+        while at >= 0:
+            if not chunk.startswith(b"\r\n", at):
+                odd.append(at)
+            at = find(b"\r", at + 1, stop)
+        odd += [spots[b][0] for b in range(k + 1, j) if find(b"\n", spots[b - 1][0], spots[b][0]) < 0]
+        self._others = sorted(self._others + odd)
 
     def _pattern(self, keys: tuple[bytes, ...]) -> re.Pattern[bytes] | None:
         """The pattern for a set of held keys, sorted (kept, or built when builds have paid off)."""
@@ -118,10 +138,3 @@ class Stretches:
             self._built += 1
         return pattern
 
-
-def _bare_cr(chunk: bytes, start: int, stop: int) -> int:
-    """The first `\\r` in chunk[start:stop] that no newline follows (there is one)."""
-    at = chunk.find(b"\r", start, stop)
-    while chunk.startswith(b"\r\n", at):
-        at = chunk.find(b"\r", at + 2, stop)
-    return at
