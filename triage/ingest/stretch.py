@@ -78,7 +78,8 @@ class Stretches:
         if m is None:
             return None
         stop, j, lines = self._measure(m, spots, k)
-        if j - k != lines or chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop):
+        if j - k != lines or (chunk.find(b"\r", start, stop) >= 0
+                              and chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop)):
             self._mark_odd(chunk, start, stop, spots, k, j)  # odd lines ahead: it ends before the first
             m = self._match(pattern, chunk, start, last)
             if m is None:
@@ -91,8 +92,8 @@ class Stretches:
         count = chunk.count
         for i, key in enumerate(keys, 1):
             s, e = m.span(i)
-            if s >= 0:
-                latest[key] = (count(b"\n", start, s) + 1, chunk[s:e])
+            if s >= 0:  # counted from the end: a run's last line lies near it
+                latest[key] = (lines - count(b"\n", s, stop) + 1, chunk[s:e])
         self._taken += lines
         return stop, j, lines, latest
 
