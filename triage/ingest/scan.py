@@ -27,6 +27,7 @@ from triage.ingest.reshape import mend_cut_start
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
 from triage.ingest.chains import HEAD, LinkRepeats
 from triage.ingest.rows import RowRun
+from triage.ingest.stretch import Stretches
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
@@ -109,6 +110,7 @@ class _Scanner:
         # A long table's rows past its first ones go on as blocks (rows.py), the pipeline's way only.
         self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
         self.links = LinkRepeats(m.index(HEAD)) if quiet else None  # a deep chain's repeated links (chains.py)
+        self.stretches = Stretches(m.index(METRICS_WORD))  # held runs' lines taken many at once (stretch.py)
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -185,6 +187,11 @@ class _Scanner:
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
             hits = spots[k:j]
+            if self.runs and j == k + 1 and hits[0][1] == self.stretches.metrics_id and not self.rows.count:
+                took = self._stretch(chunk, line_start, last, spots, k)
+                if took is not None:
+                    pos, k = took
+                    continue
             if self.links is not None and self.links.heads(hits):
                 stop = self.links.skip(chunk, line_start, last)
                 if stop > line_start:  # repeated links, counted unread: a `Traceback` line comes next
@@ -209,6 +216,21 @@ class _Scanner:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
+
+    def _stretch(self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]],
+                 k: int) -> tuple[int, int] | None:
+        """Lines from chunk[start] on that `_quiet` would each hold as a run's latest, taken at
+        once (stretch.py): (where the scan goes on, the index of its next hit), or None."""
+        took = self.stretches.take(chunk, start, last, spots, k, self.runs)
+        if took is None:
+            return None
+        stop, j, lines, latest = took
+        base = self.stats.lines
+        for key, (place, line) in latest.items():
+            self.runs[key] = (base + place, line)
+        self.stats.lines = base + lines
+        self.window_left = 0
+        return stop, j
 
     def _block(self, chunk: bytes, pos: int, stop: int) -> Iterator[Marked]:
         """Rows of a long table (rows.py) handed on as one line whose text joins them by `\\n`."""
