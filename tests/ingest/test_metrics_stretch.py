@@ -18,21 +18,13 @@ from hypothesis import strategies as st
 from triage.ingest import scan
 from triage.ingest.read import InputStats, iter_chunks
 from triage.parse import stream, vocabulary
+from installed_engines import installed_engines
 
 
 
-def _engines() -> list[str]:
-    out = []
-    for name in ("hyperscan", "ahocorasick", "python"):
-        try:
-            vocabulary.matcher(name)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
 
 
-ENGINES = _engines()
+ENGINES = installed_engines()
 V1 = ("({who} pid={pid}) {level} 10-02 16:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
       "{a}.2 tokens/s, Avg generation throughput: 616.4 tokens/s, Running: {run} reqs, Waiting: 3 reqs, "
       "GPU KV cache usage: 1.0%, Prefix cache hit rate: 22.5%")

@@ -19,6 +19,7 @@ from triage.ingest import matcher as matcher_module
 from triage.ingest import periodic, scan
 from triage.ingest.read import InputStats
 from triage.parse import stream, vocabulary
+from installed_engines import installed_engines
 
 ENGINES = [name for name in ("hyperscan", "ahocorasick", "python") if name in matcher_module._BACKENDS]
 KEEP = max(map(len, vocabulary.matcher().words))
@@ -31,15 +32,6 @@ WAYS = {  # name -> (DENSE_HITS, whether the engine may find the headers)
 }
 
 
-def _engines() -> list[str]:
-    out = []
-    for name in ENGINES:
-        try:
-            vocabulary.matcher(name)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
 
 
 def _marked(data: bytes, engine: str, chunk: int, way: str, monkeypatch, complete: bool = True) -> tuple:
@@ -112,7 +104,7 @@ def _fixed_lines() -> list[bytes]:
     return lines
 
 
-@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("engine", installed_engines())
 def test_every_way_finds_the_words_of_the_plain_way(engine, monkeypatch):
     lines = _fixed_lines()
     data = b"\n".join(lines) + b"\n"
@@ -133,7 +125,7 @@ _PIECES = st.sampled_from([
 ])
 
 
-@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("engine", installed_engines())
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(_PIECES, max_size=120), chunk=st.integers(min_value=16, max_value=2000))
 def test_every_way_finds_the_words_of_the_plain_way_on_random_logs(engine, pieces, chunk, monkeypatch):
@@ -166,7 +158,7 @@ def test_request_cut_and_mask_heads_agree_with_mask_requests(pieces):
     assert bytes(periodic.mask_heads(data, start, end, KEEP, heads.spans(data))) == want
 
 
-@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("engine", installed_engines())
 def test_only_request_lines_in_vllms_header_are_left_out(engine, monkeypatch):
     """A prompt quoting errors is left out in vLLM's own header; in a foreign wrapper (a timestamp,
     a compose prefix) or after other text the line takes the full path, however the chunks cut

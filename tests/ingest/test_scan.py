@@ -23,23 +23,15 @@ from triage.parse.sysinfo import WORDS
 from triage.parse.vocabulary import number_words, prefilter, prefilter_words
 from triage.ingest.read import InputStats, iter_chunks, iter_lines
 from triage.ingest.repair import repaired
+from installed_engines import installed_engines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
 
 
-def _engines() -> list[str]:
-    out = []
-    for name in ("hyperscan", "ahocorasick", "python"):
-        try:
-            vocabulary.matcher(name)
-        except ImportError:
-            continue
-        out.append(name)
-    return out
 
 
-ENGINES = _engines()
+ENGINES = installed_engines()
 NUMBERS = number_words()
 
 
