@@ -78,3 +78,23 @@ def test_python_keys_are_prefix_free_and_own_each_word_once(words):
         assert all(key in words[i] for i in owners)
         assert not any(other != key and other.startswith(key) for other, _ in keys)
 
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_number_word_counts_only_where_the_grammars_word_boundary_sees_it_whole(engine):
+    """The HTTP status words (`\\b40[13]\\b` in the grammar) beside an ASCII letter, digit or `_`
+    are no hits (a request id `chatcmpl-...cb401a05...`, `# noqa: F401`, a port 54013), so such
+    lines never reach the parser; beside punctuation, a space, a line's edge or a non-ASCII
+    byte they are (a superset of what the grammar's `\\b` accepts on the decoded text)."""
+    m = vocabulary.matcher(engine)
+    status = {m.index("401"), m.index("403")}
+
+    def statuses(data: bytes) -> int:
+        return sum(1 for _, i in m.hits(data) if i in status)
+
+    for inside in (b"chatcmpl-ae4001e3880cb401a050609804d2be09", b"# noqa: F401", b"port 54013", b"x_403_y",
+                   b"4010", b"A403"):
+        assert statuses(inside) == 0, inside
+    for whole in (b"401 Client Error", b"(403)", b"status=401,", b"HTTP 403", b"401", b"\xc3\xa9401",
+                  b"code:403\n", b"-401-"):
+        assert statuses(whole) == 1, whole

@@ -119,7 +119,7 @@ def test_every_way_finds_the_words_of_the_plain_way(engine, monkeypatch):
 _PIECES = st.sampled_from([
     b"\n", b"\r\n", b" ", HEAD, b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Generated response ",
     b"INFO 10-02 16:20:11 logger.py:37] Received request ", b"(APIServer pid=1) ", b"ERROR 10-02 16:20:11 [x.py:1] ",
-    b"Error", b"401", b"4013", b"7", b"MiB", b"CUDA out of memory.", b"Traceback (most recent call last):",
+    b"Error", b"401", b"4013", b"7", b"F", b"_", b"MiB", b"CUDA out of memory.", b"Traceback (most recent call last):",
     b"Avg prompt throughput: 1.0 tokens/s", b"chatcmpl-" + b"0123456789abcdef" * 2, b"a" * 37, b"b" * 61,
     b"\xe2\x96\x88", b"\xff",
 ])

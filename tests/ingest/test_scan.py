@@ -48,7 +48,7 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
         if in_window:
             left -= 1
         g = any(w in text for w in grammar if w not in NUMBERS) or \
-            any(re.search(rf"(?<![0-9]){w}(?![0-9])", text) for w in NUMBERS)
+            any(re.search(rf"(?<![0-9A-Za-z_]){w}(?![0-9A-Za-z_])", text) for w in NUMBERS)  # `\b` in ASCII
         e = any(w in text for w in evidence)
         if g:
             left = window

@@ -252,6 +252,8 @@ def _alternation(keys: list[bytes]) -> bytes:
     return b"|".join(alts)
 
 
+# The bytes `\b` takes for word characters in ASCII: a number word beside one is no whole number.
+WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _BACKENDS = {"hyperscan": _Hyperscan, "ahocorasick": _AhoCorasick, "python": _PurePython}
 
 
@@ -295,13 +297,15 @@ class Matcher:
         return upto(data, cap) if upto is not None else None
 
     def whole(self, data: bytes, start: int, i: int, limit: int) -> bool:
-        """Whether word `i` found at `start` counts: a number word only as a whole number, the
-        bytes from `limit` on taken for no digits (as NULs masking them would be)."""
+        """Whether word `i` found at `start` counts: a number word only where the grammar's `\\b`
+        sees it whole (no ASCII letter, digit or `_` beside it: a request id `...cb401a05...`
+        holds no HTTP 401), the bytes from `limit` on taken for none (as NULs masking them
+        would be). A non-ASCII byte beside it counts it (a superset of `\\b` on text)."""
         size = self.numbers.get(i)
         if size is None:
             return True
         end = start + size
-        return not (start > 0 and 48 <= data[start - 1] <= 57) and not (end < limit and 48 <= data[end] <= 57)
+        return not (start > 0 and data[start - 1] in WORD_BYTES) and not (end < limit and data[end] in WORD_BYTES)
 
     def line_heads(self, patterns: list[bytes]):
         """A search for lines starting with one of these regexes, `.spans(data)` giving (line

@@ -31,7 +31,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Container
 
-from triage.ingest.matcher import Matcher
+from triage.ingest.matcher import WORD_BYTES, Matcher
 
 METRICS_WORD = "Avg prompt throughput:"  # the grammar's anchor for the line (READY in vllm_log.lark)
 
@@ -44,7 +44,7 @@ _METRICS = re.compile(
     rf"(?:Engine \d+: )?(?P<head>{re.escape(METRICS_WORD)}) {_NUM} tokens/s"
     rf"(?:, (?:{'|'.join(map(re.escape, _FIELDS))}): {_NUM} ?(?:tokens/s|reqs|%))*\.?")
 
-_HTTP_CODE = re.compile(r"(?<![0-9])40[13](?![0-9])")
+_HTTP_CODE = re.compile(r"\b40[13]\b")  # the grammar's HTTP_AUTH
 
 
 def metrics_item(text: str) -> dict | None:
@@ -207,7 +207,7 @@ class QuietSearch:
                   found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:
         """The words found in the chunk as it is, less those masking would have hidden: a word
         that does not end before its line's cut. A number word counts as `Matcher.hits` counts
-        it, but when it ends at the cut (the NUL after it is no digit)."""
+        it, but when it ends at the cut (the NUL after it is no word byte)."""
         found.sort()
         out: list[tuple[int, int]] = []
         ends: set[int] = set()
@@ -216,13 +216,13 @@ class QuietSearch:
         line_end, cut = -1, None
         for off, i in found[bisect_left(found, (start, -1)):bisect_left(found, (end, -1))]:
             stop = off + sizes[i]
-            digit_after = False
+            joined_after = False
             if i in numbers:  # a body line's word has a byte after it (its line's newline at least)
-                if off and 48 <= chunk[off - 1] <= 57:
+                if off and chunk[off - 1] in WORD_BYTES:
                     continue
-                digit_after = 48 <= chunk[stop] <= 57
-                if digit_after and not (chunk.startswith(_RECEIVED, stop - keep - len(_RECEIVED))
-                                        or chunk.startswith(_GENERATED, stop - keep - len(_GENERATED))):
+                joined_after = chunk[stop] in WORD_BYTES
+                if joined_after and not (chunk.startswith(_RECEIVED, stop - keep - len(_RECEIVED))
+                                         or chunk.startswith(_GENERATED, stop - keep - len(_GENERATED))):
                     continue  # it would count only if it ended at a cut: `keep` bytes past a mark
             if off > line_end:  # the first word of a line that needs its cut
                 line_end = find(b"\n", off, end)
@@ -231,8 +231,8 @@ class QuietSearch:
                     ends.add(line_end)
             if cut is not None and stop > cut:
                 continue  # in the text masked
-            if digit_after and stop != cut:
-                continue  # inside a longer number
+            if joined_after and stop != cut:
+                continue  # inside a longer number or word
             add((off, i))
         return out, ends
 
