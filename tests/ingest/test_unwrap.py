@@ -21,7 +21,15 @@ WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}
 
 # Corpus logs (new with the corpus of taxonomy v2) whose diagnosis a hard wrap still changes,
 # by width, with why. A fix fails the test until its entry is removed.
-WRAP_KNOWN_MISSES: dict[int, dict[str, str]] = {}
+WRAP_KNOWN_MISSES: dict[int, dict[str, str]] = {
+    80: {"nccl-v010-v1-interleaved-wrapped-pynccl-init": "no cause found whole (a listed corpus miss); wrapped, none"},
+    120: {"nccl-v010-v1-interleaved-wrapped-pynccl-init": "no cause found whole (a listed corpus miss); wrapped, none"},
+}
+# Corpus logs (new with taxonomy v3) taken for hard-wrapped although printed as they are, with why.
+TAKEN_FOR_WRAPPED_KNOWN = {
+    "healthy-v066-docker-indented-deepseek-distill.log": "a docker-indented log whose line lengths look like a wrap",
+    "nccl-v010-v1-interleaved-wrapped-pynccl-init.log": "interleaved ranks' lines cut mid-message look like a wrap",
+}
 
 
 def hard_wrap(text: str, width: int) -> str:
@@ -39,7 +47,8 @@ def logs_as_printed() -> list:
 
 def test_no_log_as_printed_is_taken_for_wrapped():
     taken = [p.name for p in logs_as_printed() if repair_of(p.read_bytes())]
-    assert taken == []
+    corpus_known = sorted(TAKEN_FOR_WRAPPED_KNOWN) if CORPUS.is_dir() else []
+    assert taken == corpus_known, "a fixed known miss must leave TAKEN_FOR_WRAPPED_KNOWN"
     assert repair_of((FIXTURES / "damaged" / "kv-hard-wrapped-at-100-columns.log").read_bytes()).width == 100
 
 
