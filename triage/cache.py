@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from triage import __version__
+from triage.version import __version__
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -19,19 +19,20 @@ import re
 import stat
 import sys
 import time
-from collections import Counter
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from triage.errors import TriageError, UsageError
 from triage.apps.exit_codes import ArgParser
+
+if TYPE_CHECKING:
+    from triage.api import Summary, Triager
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".gz")
 ROTATED = re.compile(r"\.(?:log|txt|out)\.\d{1,4}(?:\.gz)?$")  # logrotate's vllm.log.1, vllm.log.2.gz
 
 # Set in each worker (and in-process) by _init: what every log is triaged with.
-_OPTIONS = None
-_RULES = None
+_TRIAGER = None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,16 +61,16 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     paths = find_logs(args.inputs, skip=_own_outputs(stdout, stderr, args.jsonl))
     if not paths:
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")
-    from triage.pipeline import Options, load_rules
+    from triage.api import Triager
 
     if args.no_redact:
         from triage.apps.output import NO_REDACT_WARNING
 
         stderr.write(NO_REDACT_WARNING)
-    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
-    load_rules(args.rules)  # a broken pack is one usage error here, not one per log
+    # the packs are compiled here: a broken one is one usage error, not one per log
+    triager = Triager(args.rules, redact=not args.no_redact, max_bytes=args.max_bytes)
     started = time.monotonic()
-    results = triage_many(paths, options, jobs)
+    results = triage_many(paths, triager, jobs)
     elapsed = time.monotonic() - started
     lines = [line for _, line, _ in results]
     if args.jsonl:
@@ -84,7 +85,7 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
         stderr.write(table)
     else:
         stdout.write(table)
-    bad = any(status.partition(":")[0] in ("failed", "error") for _, _, status in results)
+    bad = any(s.status in ("failed", "error") for _, _, s in results)
     return EXIT_SOME_FAILED if bad else EXIT_OK
 
 
@@ -134,10 +135,11 @@ def _own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]
     return frozenset(found)
 
 
-def triage_many(paths: list[str], options, jobs: int) -> list[tuple[str, str, str]]:
-    """(path, JSON line, status) per log, in input order; status is the outcome or "error"."""
+def triage_many(paths: list[str], triager: Triager, jobs: int) -> list[tuple[str, str, Summary]]:
+    """(path, JSON line, summary) per log, in input order (a summary's status is "error" for a
+    log that could not be read)."""
     if jobs == 1 or len(paths) == 1:
-        _init(options)
+        _init(triager)
         return [_triage_one(p) for p in paths]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -146,99 +148,53 @@ def triage_many(paths: list[str], options, jobs: int) -> list[tuple[str, str, st
     # fork (Linux): workers start with everything the parent imported and built.
     context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
     if context is not None:
-        _warm(options)
+        _init(triager)
+        triager.warm()  # built once here, not in every worker
     workers = min(jobs, len(paths))
     chunk = max(1, min(16, len(paths) // (workers * 4)))
     try:
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(options,)) as pool:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(triager,)) as pool:
             return list(pool.map(_triage_one, paths, chunksize=chunk))
     except BrokenProcessPool:  # a worker died (killed for memory?): finish in this process
-        _init(options)
+        _init(triager)
         return [_triage_one(p) for p in paths]
 
 
-_WARM_UP = b"""INFO 10-02 16:20:11 [api_server.py:1896] vLLM API server version 0.10.2
-INFO 10-02 16:20:11 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: model='m', dtype=auto
-INFO 10-02 16:20:12 [gpu_model_runner.py:2392] Model loading took 14.2474 GiB and 4.102 seconds
-INFO 10-02 16:20:13 [gpu_worker.py:298] Available KV cache memory: 53.11 GiB
-ERROR 10-02 16:20:14 [core.py:586] EngineCore failed to start.
-ERROR 10-02 16:20:14 [core.py:586] Traceback (most recent call last):
-ERROR 10-02 16:20:14 [core.py:586]   File "/x/vllm/v1/engine/core.py", line 577, in run_engine_core
-ERROR 10-02 16:20:14 [core.py:586] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 \
-has a total capacity of 79.19 GiB of which 1.05 GiB is free.
-"""
+def _init(triager: Triager) -> None:
+    global _TRIAGER
+    _TRIAGER = triager
 
 
-def _warm(options) -> None:
-    """Build what every worker would otherwise build for itself (grammar, matcher, validators)."""
-    import io
+def _triage_one(path: str) -> tuple[str, str, Summary]:
+    from triage.api import Summary, summarize
 
-    from triage.pipeline import run
-
-    _init(options)
+    assert _TRIAGER is not None
     try:
-        run(io.BytesIO(_WARM_UP), "warm-up", _OPTIONS, _RULES)
-    except Exception:  # noqa: BLE001 - only a warm-up
-        pass
-
-
-def _init(options) -> None:
-    global _OPTIONS, _RULES
-    from triage.pipeline import load_rules
-
-    _OPTIONS, _RULES = options, load_rules(options.extra_rules)
-
-
-def _triage_one(path: str) -> tuple[str, str, str]:
-    from triage.pipeline import run
-    from triage.ingest.read import open_source
-    from triage.model.report import found_failure
-
-    try:
-        stream, _ = open_source(path, regular_only=True)  # a FIFO or a device would hold the batch up
-        with stream:
-            report = run(stream, path, _OPTIONS, _RULES)
+        report = _TRIAGER.triage_path(path)  # a FIFO or a device would hold the batch up: refused
     except TriageError as exc:
-        return path, _error_line(path, str(exc)), "error"
+        return path, _error_line(path, str(exc)), Summary(status="error")
     except Exception as exc:  # noqa: BLE001 - one bad log must not stop the batch
-        return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), "error"
-    status = "failed" if found_failure(report) else report.outcome
-    primary = report.diagnoses[0].id if report.diagnoses else None
-    return path, report.model_dump_json(), f"{status}:{primary}" if primary else status
+        return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), Summary(status="error")
+    return path, report.model_dump_json(), summarize(report)
 
 
 def _error_line(path: str, message: str) -> str:
     """The record of a log that could not be read; its name and message may quote a secret."""
-    if _OPTIONS is None or _OPTIONS.redact:
-        from triage.diagnose.redact import redact_text
+    from triage.api import error_record
 
-        path, message = redact_text(path), redact_text(message)
-    return json.dumps({"input": {"name": path}, "error": message}, ensure_ascii=False)
+    return json.dumps(error_record(path, message, redact=_TRIAGER is None or _TRIAGER.redact), ensure_ascii=False)
 
 
-def summary(results: list[tuple[str, str, str]], elapsed: float, jobs: int) -> str:
-    """The table: logs per primary cause, then healthy, incomplete and unreadable ones."""
-    causes: Counter[str] = Counter()
-    other: Counter[str] = Counter()
-    errors = []
-    for path, line, status in results:
-        kind, _, cause = status.partition(":")
-        if kind == "failed":
-            causes[cause or "failed, no cause named"] += 1
-        else:
-            other[kind] += 1
-        if kind == "error":
-            record = json.loads(line)  # its name redacted like its message
-            errors.append(f"  {record['input']['name']}: {record['error']}")
-    failed = sum(causes.values())
-    head = (f"vllm-triage batch: {len(results)} logs in {elapsed:.1f} s with {jobs} "
-            f"job{'s' if jobs != 1 else ''}: {failed} failed, {other['healthy']} healthy, "
-            f"{other['incomplete']} incomplete, {other['error']} unreadable\n")
-    width = max([len(c) for c in causes] + [24])
-    rows = [f"{'primary cause':<{width}}  logs"]
-    rows += [f"{c:<{width}}  {n:>4}" for c, n in sorted(causes.items(), key=lambda cn: (-cn[1], cn[0]))]
-    rows += [f"{label:<{width}}  {other[label]:>4}" for label in ("healthy", "recovered", "incomplete", "error") if other[label]]
-    text = head + "\n" + "\n".join(rows) + "\n"
-    if errors:
-        text += "\nunreadable:\n" + "\n".join(errors[:50]) + "\n"
-    return text
+def summary(results: list[tuple[str, str, Summary]], elapsed: float, jobs: int) -> str:
+    """The cause table (`cause_table.render`), headed by the run's counts and time."""
+    from triage.apps.cause_table import Entry, head_line, render
+
+    entries = [_error_entry(line, s) if s.status == "error" else Entry(path, s) for path, line, s in results]
+    return render(entries, head_line(len(results), elapsed, jobs, entries))
+
+
+def _error_entry(line: str, s: Summary):
+    from triage.apps.cause_table import Entry
+
+    record = json.loads(line)  # its name redacted like its message
+    return Entry(record["input"]["name"], s, record["error"])

@@ -17,7 +17,7 @@ from dataclasses import field, fields, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-from triage import __version__
+from triage.version import __version__
 from triage.records import lazy_dataclass
 
 SCHEMA_VERSION = 1

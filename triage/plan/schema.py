@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from triage import __version__
+from triage.version import __version__
 
 PLAN_SCHEMA_VERSION = 1
 Verdict = Literal["fits", "does not fit", "borderline", "cannot tell"]

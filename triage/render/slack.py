@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from triage import __version__
+from triage.version import __version__
 from triage.model.report import Diagnosis, Report
 from triage.render.common import command_line, headline
 
