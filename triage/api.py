@@ -87,7 +87,8 @@ class Triager:
         Raises `InputError` for input that is no log (binary, over `max_bytes`, a broken gzip)."""
         from triage.pipeline import run
 
-        if isinstance(stream, io.TextIOBase) or isinstance(stream.read(0), str):
+        if isinstance(stream, io.TextIOBase) or (
+                not isinstance(stream, (io.RawIOBase, io.BufferedIOBase)) and isinstance(stream.read(0), str)):
             stream = io.BufferedReader(_Utf8Stream(stream))  # type: ignore[arg-type]
         return run(stream, name, self._options, self._rules)  # type: ignore[arg-type]
 

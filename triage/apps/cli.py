@@ -168,8 +168,8 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
 
 
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
+    from triage.api import Triager
     from triage.apps.conventions import output_path
-    from triage.pipeline import Options, load_rules
 
     args = _triage_parser().parse_args(argv)
     stderr = stderr or sys.stderr
@@ -185,11 +185,11 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     if args.paths.count("-") > 1:
         raise UsageError("'-' (stdin) can be read only once; give it once")
     targets = _targets(args, stdout)
-    options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
-    reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
+    triager = Triager(args.rules, redact=not args.no_redact, max_bytes=args.max_bytes)
+    reports, unreadable = _triage_paths(args.paths, stdin, triager, stderr, args.traceback)
     worst = exit_code(reports)
     if reports:
-        _render_targets(reports, targets, args, stdout, options.redact)
+        _render_targets(reports, targets, args, stdout, triager.redact)
     if unreadable:
         return EXIT_ERROR
     return EXIT_OK if args.exit_zero else worst
@@ -209,11 +209,10 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
     return [("quiet" if args.quiet and out is None else fmt, out) for fmt, out in targets]
 
 
-def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show_traceback: bool = False
+def _triage_paths(paths: list[str], stdin, triager, stderr: IO[str], show_traceback: bool = False
                   ) -> tuple[list, int]:
     """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
     from triage.errors import InputError
-    from triage.pipeline import run
     from triage.ingest.read import open_source
 
     reports, unreadable = [], 0
@@ -221,7 +220,7 @@ def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show
         try:
             stream, _ = open_source(path, stdin)
             try:
-                reports.append(run(stream, "<stdin>" if path == "-" else path, options, rules))
+                reports.append(triager.triage_stream(stream, "<stdin>" if path == "-" else path))
             finally:
                 if path != "-":
                     stream.close()
@@ -230,7 +229,7 @@ def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show
                 import traceback
 
                 traceback.print_exc(file=stderr)
-            stderr.write(_error_line(str(exc), options.redact))
+            stderr.write(_error_line(str(exc), triager.redact))
             unreadable += 1
     return reports, unreadable
 
