@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     from triage.apps.conventions import size_arg
 
     p = ArgParser(prog="vllm-triage batch", description="Triage many logs in parallel and count their causes.")
-    p.add_argument("inputs", nargs="+", metavar="DIR_OR_GLOB",
+    p.add_argument("inputs", nargs="*", metavar="DIR_OR_GLOB",
                    help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
                    "recursively), a glob or a file")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
@@ -49,15 +49,49 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE", help="add a rule pack")
     p.add_argument("--no-redact", action="store_true", help="show secrets found in the logs (local use only)")
     p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
-                   help="refuse logs larger than this (e.g. 20MiB)")
+                   help="refuse logs larger than this (e.g. 20MiB; with --ray the default is 512MiB)")
+    ray = p.add_argument_group("on a Ray cluster (the ray extra: pip install 'vllm-triage[ray]')")
+    ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                     help="run on Ray: a local one started for the run, or the cluster at ADDRESS "
+                     "(auto, HOST:PORT, ray://HOST:PORT); inputs may be URLs (s3://, gs://, file://)")
+    ray.add_argument("--output", metavar="URL", help="with --ray: the folder (local or URL) for the reports")
+    ray.add_argument("--output-format", choices=("parquet", "jsonl"), default="parquet",
+                     help="with --ray: the reports' format (default: parquet)")
+    ray.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                     help="with --ray: an fsspec option for URLs (e.g. endpoint_url=http://127.0.0.1:9000)")
     return p
+
+
+RAY_ADDRESS = re.compile(r"^(?:auto|local|ray(?:\+\w+)?://\S+|[\w.-]+:\d+)$")
+
+
+def _ray_args(args: argparse.Namespace) -> None:
+    """`--ray logs/` took the first input for an address: give it back. Refuse what --ray does not do."""
+    if args.ray not in ("local", None) and not RAY_ADDRESS.match(args.ray):
+        args.inputs.insert(0, args.ray)
+        args.ray = "local"
+    if not args.inputs:
+        raise UsageError("the following arguments are required: DIR_OR_GLOB")
+    if args.ray is not None and not args.output:
+        raise UsageError("--ray needs --output URL: the folder the reports are written to (and resumed from)")
+    if args.ray is not None and (args.jsonl or args.format == "jsonl"):
+        raise UsageError("--ray writes its reports under --output (--output-format jsonl), not --jsonl")
+    if args.ray is None and (args.output or args.storage_option):
+        raise UsageError("--output and --storage-option go with --ray (without it, use --jsonl FILE)")
 
 
 def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
     args = _parser().parse_args(argv)
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    if jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    _ray_args(args)
+    if args.ray is not None:
+        from triage.apps.fleet.run import ray_batch
+
+        entries, table = ray_batch(args, stdout, stderr)
+        stdout.write(table)
+        return EXIT_SOME_FAILED if any(e.summary.status in ("failed", "error") for e in entries) else EXIT_OK
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     paths = find_logs(args.inputs, skip=_own_outputs(stdout, stderr, args.jsonl))
     if not paths:
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")

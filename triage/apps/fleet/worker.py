@@ -1,0 +1,89 @@
+"""The Ray Data task body: a warm Triager per worker, called on batches of logs.
+
+Ray builds one `TriageBatch` per worker (an actor of `map_batches`): the compiled rules come
+with the pickled Triager and the grammar and matcher are built once, in `__init__`. Each
+call reads its logs, hashes them, skips those already written, triages the others, writes
+their rows as one part file and returns the small summary rows the driver counts. A log that
+cannot be read, is binary or too large is a row with an error; nothing a log holds fails the
+call. Ray is not imported here: the class is plain Python over pyarrow tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from triage.api import Summary, Triager, error_record, summarize
+from triage.apps.fleet.sources import Reader, Source
+from triage.apps.fleet.store import SUMMARY_COLUMNS, Store
+from triage.errors import InputError
+from triage.model.report import SCHEMA_VERSION
+
+RESULT_COLUMNS = ("index", *SUMMARY_COLUMNS, "skipped")
+
+
+class TriageBatch:
+    def __init__(self, shared: Any, store: Store, storage_options: dict[str, Any], limit: int) -> None:
+        """`shared`: (Triager, keys to skip), or `[ObjectRef]` of them (one copy in Ray's object store)."""
+        triager, done = _resolve(shared)
+        self.triager, self.store, self.done = triager, store, frozenset(done)
+        self.reader = Reader(storage_options, limit)
+        triager.warm()
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        results, rows = [], []
+        for item in batch.to_pylist():
+            result, row = self.one(Source(name=item["name"], url=item["url"], size=item["size"]))
+            results.append({"index": item["index"], **result})
+            if row is not None:
+                rows.append(row)
+        if rows:
+            self.store.write(rows)
+        return pa.Table.from_pylist(results, schema=result_schema())
+
+    def one(self, source: Source) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(summary for the driver, row to write or None when skipped)."""
+        redact = self.triager.redact
+        sha = None
+        try:
+            data = self.reader.read(source)
+        except InputError as exc:
+            record = error_record(source.name, str(exc), redact=redact)
+        except Exception as exc:  # noqa: BLE001 - one bad log must not fail the job
+            record = error_record(source.name, f"internal error: {type(exc).__name__}: {exc}", redact=redact)
+        else:
+            sha = hashlib.sha256(data).hexdigest()
+            name = error_record(source.name, "", redact=redact)["input"]["name"]  # as the report names it
+            if (name, sha) in self.done:
+                return {"name": name, "sha256": sha, "skipped": True}, None
+            record = self.triager.record(data, source.name)
+            del data
+        summary = summarize(record)
+        result = {"name": record["input"]["name"], "sha256": sha, **_summary_fields(summary),
+                  "error": record.get("error"), "skipped": False}
+        row = {k: result[k] for k in SUMMARY_COLUMNS}
+        row.update(size=source.size if source.size >= 0 else None, report=json.dumps(record, ensure_ascii=False),
+                   schema_version=SCHEMA_VERSION if "error" not in record else None)
+        return result, row
+
+
+def _summary_fields(s: Summary) -> dict[str, Any]:
+    return {"status": s.status, "cause": s.cause, "model": s.model, "vllm_version": s.vllm_version, "gpu": s.gpu}
+
+
+def _resolve(shared: Any) -> tuple[Triager, Any]:
+    if isinstance(shared, list):
+        import ray
+
+        return ray.get(shared[0])
+    return shared
+
+
+def result_schema() -> Any:
+    import pyarrow as pa
+
+    text = pa.string()
+    return pa.schema([("index", pa.int64()), *((c, text) for c in SUMMARY_COLUMNS), ("skipped", pa.bool_())])
