@@ -12,24 +12,23 @@ could not be read), 2 usage error.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
-import stat
 import sys
 import time
 from typing import IO, TYPE_CHECKING
 
 from triage.errors import TriageError, UsageError
 from triage.apps.exit_codes import ArgParser
+from triage.apps.logfiles import LOG_SUFFIXES, find_logs, is_log_name, own_outputs
+
+__all__ = ["LOG_SUFFIXES", "batch_command", "find_logs", "is_log_name", "summary", "triage_many"]
 
 if TYPE_CHECKING:
     from triage.api import Summary, Triager
 
 EXIT_OK, EXIT_SOME_FAILED = 0, 1
-LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".gz")
-ROTATED = re.compile(r"\.(?:log|txt|out)\.\d{1,4}(?:\.gz)?$")  # logrotate's vllm.log.1, vllm.log.2.gz
 
 # Set in each worker (and in-process) by _init: what every log is triaged with.
 _TRIAGER = None
@@ -92,7 +91,7 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
         stdout.write(table)
         return EXIT_SOME_FAILED if any(e.summary.status in ("failed", "error") for e in entries) else EXIT_OK
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    paths = find_logs(args.inputs, skip=_own_outputs(stdout, stderr, args.jsonl))
+    paths = find_logs(args.inputs, skip=own_outputs(stdout, stderr, args.jsonl))
     if not paths:
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")
     from triage.api import Triager
@@ -121,52 +120,6 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
         stdout.write(table)
     bad = any(s.status in ("failed", "error") for _, _, s in results)
     return EXIT_SOME_FAILED if bad else EXIT_OK
-
-
-def find_logs(inputs: list[str], skip: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
-    """Files named by folders (recursively), globs and plain paths; sorted, each once.
-
-    `skip` holds (device, inode) of files this run writes (`batch . > b.out`): never read back."""
-    out: dict[str, None] = {}
-    for item in inputs:
-        if os.path.isdir(item):
-            found = []
-            for root, dirs, files in os.walk(item):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in sorted(files) if is_log_name(f))
-            out.update(dict.fromkeys(found))
-        elif os.path.exists(item):
-            out[item] = None
-        else:
-            out.update(dict.fromkeys(p for p in sorted(glob.glob(item, recursive=True)) if os.path.isfile(p)))
-    return [p for p in out if _identity(p) not in skip]
-
-
-def is_log_name(name: str) -> bool:
-    return name.endswith(LOG_SUFFIXES) or bool(ROTATED.search(name))
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]]:
-    """The files behind our stdout/stderr (a shell redirection) and --jsonl, if they exist."""
-    found = set()
-    for stream in (stdout, stderr):
-        try:
-            st = os.fstat(stream.fileno())
-        except (AttributeError, OSError, ValueError):
-            continue
-        if stat.S_ISREG(st.st_mode):
-            found.add((st.st_dev, st.st_ino))
-    if jsonl and _identity(jsonl):
-        found.add(_identity(jsonl))
-    return frozenset(found)
 
 
 def triage_many(paths: list[str], triager: Triager, jobs: int) -> list[tuple[str, str, Summary]]:

@@ -25,14 +25,14 @@ PROGRESS_SECONDS = 2.0
 def ray_batch(args: Any, stdout: IO[str], stderr: IO[str]) -> tuple[list[Any], str]:
     """Triage `args.inputs` on Ray; (cause-table entries in input order, the table's text)."""
     from triage.api import Summary, Triager
-    from triage.apps.batch import _own_outputs
+    from triage.apps.logfiles import own_outputs
     from triage.apps.cause_table import Entry, head_line, render
     from triage.apps.fleet.sources import list_sources
     from triage.apps.fleet.store import TABLE_FILE, Store
 
     ray = _import_ray()
     storage = storage_options(args.storage_option)
-    sources = list_sources(args.inputs, storage, skip=_own_outputs(stdout, stderr, None))
+    sources = list_sources(args.inputs, storage, skip=own_outputs(stdout, stderr, None))
     if not sources:
         raise UsageError(f"no log files found in: {' '.join(args.inputs)}")
     limit = args.max_bytes if args.max_bytes is not None else DEFAULT_LIMIT

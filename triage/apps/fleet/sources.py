@@ -31,7 +31,7 @@ def is_url(item: str) -> bool:
 def list_sources(inputs: list[str], storage_options: dict[str, Any],
                  skip: frozenset[tuple[int, int]] = frozenset()) -> list[Source]:
     """Every log the inputs name, each once, in the order given (each item's logs sorted)."""
-    from triage.apps.batch import find_logs
+    from triage.apps.logfiles import find_logs
 
     found: dict[str, Source] = {}
     local = [item for item in inputs if not is_url(item)]
@@ -61,7 +61,7 @@ def filesystem(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
 
 
 def _list_url(url: str, storage_options: dict[str, Any]) -> list[Source]:
-    from triage.apps.batch import is_log_name
+    from triage.apps.logfiles import is_log_name
 
     fs, path = filesystem(url, storage_options)
     try:
