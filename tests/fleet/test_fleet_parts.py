@@ -138,3 +138,18 @@ def test_a_report_row_holds_the_whole_report(tmp_path, parts):
     report = json.loads(table.column("report")[0].as_py())
     assert report == Triager().record(FAILED.read_bytes(), str(log))
     assert table.column("schema_version")[0].as_py() == report["schema_version"] == 1
+
+
+def test_without_the_extra_ray_is_one_line_saying_how_to_get_it(tmp_path):
+    (tmp_path / "a.log").write_bytes(FAILED.read_bytes())
+    code = f"""
+import io, sys
+sys.modules["ray"] = None  # as if the extra were not installed
+from triage.apps.cli import main
+err = io.StringIO()
+rc = main(["batch", "--ray", {str(tmp_path)!r}, "--output", {str(tmp_path / "out")!r}], stdout=io.StringIO(), stderr=err)
+print(rc, err.getvalue(), end="")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("2 vllm-triage: --ray needs the [ray] extra") and out.count("\n") == 1
+    assert "pip install '.[ray]'" in out

@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-redact", action="store_true", help="show secrets found in the logs (local use only)")
     p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
                    help="refuse logs larger than this (e.g. 20MiB; with --ray the default is 512MiB)")
-    ray = p.add_argument_group("on a Ray cluster (the ray extra: pip install 'vllm-triage[ray]')")
+    ray = p.add_argument_group("on a Ray cluster (the [ray] extra: pip install '.[ray]' in a checkout)")
     ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                      help="run on Ray: a local one started for the run, or the cluster at ADDRESS "
                      "(auto, HOST:PORT, ray://HOST:PORT); inputs may be URLs (s3://, gs://, file://)")

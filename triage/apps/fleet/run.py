@@ -20,6 +20,8 @@ from triage.errors import UsageError
 DEFAULT_LIMIT = 512 << 20  # a worker holds one whole log in memory: larger ones are error rows
 MAX_BATCH = 64  # logs per worker call (one part file each)
 PROGRESS_SECONDS = 2.0
+EXTRA_MISSING = ("--ray needs the [ray] extra (vllm-triage is not on PyPI): pip install '.[ray]' in a checkout, "
+                 "or pip install \"vllm-triage[ray] @ git+URL\"")
 
 
 def ray_batch(args: Any, stdout: IO[str], stderr: IO[str]) -> tuple[list[Any], str]:
@@ -91,28 +93,32 @@ def _run(ray: Any, sources: list[Any], triager: Any, store: Any, storage: dict[s
 
 
 class _Progress:
-    """`N/M logs (S skipped, E unreadable), R logs/s` on stderr, every few seconds and at the end."""
+    """`N/M logs (S skipped, E unreadable), R logs/s` on stderr, every few seconds; at the end
+    also the workers' CPU a triaged log (reading, hashing and triage: what sizes a cluster)."""
 
     def __init__(self, total: int, stream: IO[str]) -> None:
         self.total, self.stream = total, stream
         self.done = self.skipped = self.errors = 0
+        self.cpu = 0.0
         self.start = self.last = time.monotonic()
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         self.done += len(rows)
         self.skipped += sum(1 for r in rows if r["skipped"])
         self.errors += sum(1 for r in rows if r["status"] == "error")
+        self.cpu += sum(r["cpu"] or 0.0 for r in rows if not r["skipped"])
         if time.monotonic() - self.last >= PROGRESS_SECONDS:
             self._line()
 
     def finish(self) -> None:
-        self._line()
+        triaged = self.done - self.skipped
+        self._line(f", {1000 * self.cpu / triaged:.1f} ms of worker CPU a log" if triaged else "")
 
-    def _line(self) -> None:
+    def _line(self, tail: str = "") -> None:
         self.last = time.monotonic()
         rate = self.done / max(self.last - self.start, 1e-6)
         self.stream.write(f"ray: {self.done}/{self.total} logs ({self.skipped} skipped, {self.errors} unreadable), "
-                          f"{rate:.0f} logs/s\n")
+                          f"{rate:.0f} logs/s{tail}\n")
         self.stream.flush()
 
 
@@ -121,7 +127,7 @@ def _import_ray() -> Any:
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise UsageError("--ray needs the ray extra: pip install 'vllm-triage[ray]'") from None
+        raise UsageError(EXTRA_MISSING) from None
     return ray
 
 

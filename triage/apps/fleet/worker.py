@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from triage.api import Summary, Triager, error_record, summarize
@@ -20,7 +23,9 @@ from triage.apps.fleet.store import SUMMARY_COLUMNS, Store
 from triage.errors import InputError
 from triage.model.report import SCHEMA_VERSION
 
-RESULT_COLUMNS = ("index", *SUMMARY_COLUMNS, "skipped")
+RESULT_COLUMNS = ("index", *SUMMARY_COLUMNS, "skipped", "cpu")
+READ_THREADS = 8
+PREFETCH_MAX = 4 << 20  # logs up to this size are read ahead (at most a batch's worth held at once)
 
 
 class TriageBatch:
@@ -29,27 +34,36 @@ class TriageBatch:
         triager, done = _resolve(shared)
         self.triager, self.store, self.done = triager, store, frozenset(done)
         self.reader = Reader(storage_options, limit)
+        self.reads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="vllm-triage-read")
         triager.warm()
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
+        items = batch.to_pylist()
+        sources = [Source(name=i["name"], url=i["url"], size=i["size"]) for i in items]
+        # An object store answers a read in tens of ms, a log is triaged in a few: the small
+        # logs of the batch are fetched together while the first ones are triaged.
+        ahead = {n: self.reads.submit(self.reader.read, s) for n, s in enumerate(sources) if 0 <= s.size <= PREFETCH_MAX}
         results, rows = [], []
-        for item in batch.to_pylist():
-            result, row = self.one(Source(name=item["name"], url=item["url"], size=item["size"]))
-            results.append({"index": item["index"], **result})
+        for n, (item, source) in enumerate(zip(items, sources)):
+            cpu = time.process_time()
+            result, row = self.one(source, ahead[n].result if n in ahead else None)
+            results.append({"index": item["index"], **result, "cpu": time.process_time() - cpu})
             if row is not None:
                 rows.append(row)
         if rows:
             self.store.write(rows)
         return pa.Table.from_pylist(results, schema=result_schema())
 
-    def one(self, source: Source) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """(summary for the driver, row to write or None when skipped)."""
+    def one(self, source: Source, read: Callable[[], bytes] | None = None
+            ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(summary for the driver, row to write or None when skipped); `read`: the log's bytes
+        when fetched ahead (it raises what reading raised)."""
         redact = self.triager.redact
         sha = None
         try:
-            data = self.reader.read(source)
+            data = read() if read is not None else self.reader.read(source)
         except InputError as exc:
             record = error_record(source.name, str(exc), redact=redact)
         except Exception as exc:  # noqa: BLE001 - one bad log must not fail the job
@@ -86,4 +100,5 @@ def result_schema() -> Any:
     import pyarrow as pa
 
     text = pa.string()
-    return pa.schema([("index", pa.int64()), *((c, text) for c in SUMMARY_COLUMNS), ("skipped", pa.bool_())])
+    return pa.schema([("index", pa.int64()), *((c, text) for c in SUMMARY_COLUMNS), ("skipped", pa.bool_()),
+                      ("cpu", pa.float64())])  # the worker's CPU seconds for the log (read, hash, triage)
