@@ -144,3 +144,20 @@ def test_a_triager_works_in_a_fresh_process_with_its_packs_files_gone(tmp_path):
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         there = pool.map(_record_in_worker, [(shipped, data, "x.log")])[0]
     assert there == here
+
+
+def test_the_readmes_api_example_prints_what_its_comments_say(monkeypatch, capsys):
+    """The first python block of README's "The Python API" runs as written (from the checkout's root)."""
+    import re
+
+    from conftest import ROOT
+
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### The Python API", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own README
+    printed = capsys.readouterr().out.splitlines()
+    said = [line.split("#", 1)[1].strip() for line in block.splitlines() if line.startswith("print(")]
+    assert len(printed) == len(said) == 4
+    for out, comment in zip(printed, said):
+        assert out.startswith(comment.split("...", 1)[0].rstrip(", ")), (out, comment)
