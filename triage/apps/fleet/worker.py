@@ -2,8 +2,9 @@
 
 Ray builds one `TriageBatch` per worker (an actor of `map_batches`): the compiled rules come
 with the pickled Triager and the grammar and matcher are built once, in `__init__`. Each
-call reads its logs, hashes them, skips those already written, triages the others, writes
-their rows as one part file and returns the small summary rows the driver counts. A log that
+call reads its logs (the small ones ahead, on a few threads), hashes them, skips those
+already written, triages the others, writes their rows as one part file and returns the
+small summary rows the driver counts. A log that
 cannot be read, is binary or too large is a row with an error; nothing a log holds fails the
 call. Ray is not imported here: the class is plain Python over pyarrow tables.
 """
