@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", metavar="DIR_OR_GLOB",
                    help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
                    "recursively), a glob or a file")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: one per CPU)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes, or Ray workers with --ray (default: one per CPU of the machine or cluster)")
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON report per log to FILE")
     p.add_argument("-f", "--format", choices=("table", "jsonl"), default="table",
                    help="stdout: the summary table (default) or JSON Lines (the table then goes to stderr)")
