@@ -37,6 +37,7 @@ LOG_PATH = sorted((FIXTURES / "cuda_graph_capture_oom").glob("*.log"))[-1]
 LOG = LOG_PATH.read_bytes()
 HANG = b"HANG (a test log that its worker never finishes)\n"
 APPS: dict = {}  # port -> the app, for tests that look at its worker processes
+GUARDS: dict = {}  # port -> its ConnectionGuard, for tests that count its open connections
 
 
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
@@ -69,6 +70,7 @@ def running(**overrides):
     sock = bind("127.0.0.1", 0)
     app = create_app(config, WorkerPool(config.max_concurrency, config.extra_rules, target=hanging_worker))
     server = uvicorn.Server(uvicorn_config(app, config)[0])
+    GUARDS[sock.getsockname()[1]] = server.config.http.guard
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     assert wait_for(lambda: server.started), "the test server did not start"

@@ -26,7 +26,7 @@ from triage.apps.serve.framing import CHUNKS_FREE, chunk_budget  # noqa: E402
 from triage.apps.serve.protocol import ConnectionGuard  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
-from serve_support import call, read_all, read_status, running, wait_for, with_fd_limit  # noqa: E402
+from serve_support import GUARDS, call, read_all, read_status, running, wait_for, with_fd_limit  # noqa: E402
 
 
 def _raise_fd_limit(need: int) -> None:
@@ -100,6 +100,22 @@ def test_the_cap_sheds_the_oldest_waiting_connection_then_admits_health_checks_t
     assert guard.admit() == "probation"  # nothing waits: one more, for /healthz only
     assert guard.admit() is None and guard.refused == 1
     assert guard.counts == {"full": 3, "probation": 1}
+
+
+def test_a_client_that_stops_reading_its_answers_is_cut_off():
+    """Pipelined requests whose answers are never read: the server's writes stall, and the
+    connection (no longer waiting for a head, so never shed) is dropped at the write deadline."""
+    with running(timeout=2) as port:
+        guard = GUARDS[port]
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        try:
+            s.sendall(b"GET /static/page.js HTTP/1.1\r\nHost: x\r\n\r\n" * 2000)  # 2000 answers of 7 KiB, unread
+            assert wait_for(lambda: guard.open == 1)
+            assert wait_for(lambda: guard.open == 0, 120), "a client that reads nothing still holds its connection"
+        finally:
+            s.close()
 
 
 # ---- descriptor exhaustion -----------------------------------------------------------------------

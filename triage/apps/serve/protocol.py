@@ -1,7 +1,7 @@
-"""Connection-level guards under uvicorn's h11 protocol: a header timeout, a connection cap
-that sheds the connection waiting longest for a request, a reserve that keeps /healthz
-answered past the cap, the framing checks of framing.py, and a refused body drained before
-the connection closes.
+"""Connection-level guards under uvicorn's h11 protocol: a header timeout, a write deadline
+for a client that stops reading its answers, a connection cap that sheds the connection
+waiting longest for a request, a reserve that keeps /healthz answered past the cap, the
+framing checks of framing.py, and a refused body drained before the connection closes.
 
 uvicorn's own settings do not cover these: `timeout_keep_alive` only runs between requests
 (a client that sends half a request line is never timed out), `limit_concurrency` accepts
@@ -139,6 +139,7 @@ class GuardedH11Protocol(H11Protocol):
         self.admitted, self.released, self.draining, self.lost = self.kind is not None, False, False, False
         self._real = transport
         self._timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         self._drain_left = 0
         if not self.admitted:
             transport.write(raw_json_response(503, "Service Unavailable",
@@ -157,7 +158,21 @@ class GuardedH11Protocol(H11Protocol):
         self.lost = True
         self._release()
         self._disarm()
+        self.resume_writing()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client stopped reading: it has --timeout seconds to read again, then it is cut off
+        (closing would wait for the unread answer to go out: abort drops it)."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.guard.drain_seconds, self._real.abort)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
 
     def _release(self) -> None:
         if not self.released:
