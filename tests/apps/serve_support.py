@@ -13,7 +13,9 @@ import http.client
 import io
 import json
 import re
+import selectors
 import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -35,6 +37,7 @@ LOG_PATH = sorted((FIXTURES / "cuda_graph_capture_oom").glob("*.log"))[-1]
 LOG = LOG_PATH.read_bytes()
 HANG = b"HANG (a test log that its worker never finishes)\n"
 APPS: dict = {}  # port -> the app, for tests that look at its worker processes
+GUARDS: dict = {}  # port -> its ConnectionGuard, for tests that count its open connections
 
 
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
@@ -67,6 +70,7 @@ def running(**overrides):
     sock = bind("127.0.0.1", 0)
     app = create_app(config, WorkerPool(config.max_concurrency, config.extra_rules, target=hanging_worker))
     server = uvicorn.Server(uvicorn_config(app, config)[0])
+    GUARDS[sock.getsockname()[1]] = server.config.http.guard
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     assert wait_for(lambda: server.started), "the test server did not start"
@@ -197,3 +201,35 @@ def analysing(port: int) -> bool:
     """A slot is taken and its worker is busy (what a HANG request looks like once it runs)."""
     svc = service(port)
     return wait_for(lambda: svc.slots.taken > 0 and bool(svc.pool.busy_pids()))
+
+
+def with_fd_limit(soft: int, argv: list[str]) -> list[str]:
+    """argv run under `ulimit -n soft` (set in the child before exec: no preexec_fn in a threaded parent)."""
+    code = ("import os, resource, sys; r = resource.RLIMIT_NOFILE; "
+            f"resource.setrlimit(r, ({soft}, resource.getrlimit(r)[1])); os.execv(sys.executable, sys.argv[1:])")
+    return [sys.executable, "-c", code, sys.executable, *argv]
+
+
+def read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
+    """What each connection got until the server closed it (bounded; an open one reads as None)."""
+    got: dict[socket.socket, bytes] = {s: b"" for s in socks}
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    open_ = set(socks)
+    deadline = time.monotonic() + seconds
+    while open_ and time.monotonic() < deadline:
+        for key, _ in sel.select(timeout=1):
+            s = key.fileobj
+            try:
+                chunk = s.recv(65536)
+            except OSError:  # reset: closed all the same
+                chunk = b""
+            if chunk:
+                got[s] += chunk
+            else:
+                sel.unregister(s)
+                open_.discard(s)
+    sel.close()
+    return [got[s] if s not in open_ else None for s in socks]

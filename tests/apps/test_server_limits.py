@@ -12,11 +12,8 @@ import json
 import os
 import re
 import resource
-import selectors
 import socket
 import subprocess
-import sys
-import time
 
 import pytest
 
@@ -25,7 +22,8 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
-    HANG, LOG, alive, analysing, idle, call, multipart, post, raw, read_status, running, service, signed, slack_call, slash, wait_for,
+    HANG, LOG, alive, analysing, idle, call, multipart, post, raw, read_all, read_status, running, service, signed,
+    slack_call, slash, wait_for, with_fd_limit,
 )
 
 SLOW_HEAD = "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: {n}\r\n\r\n"
@@ -128,38 +126,6 @@ def test_a_refused_body_is_drained_so_the_client_reads_the_413(port, connection)
 
 # ---- 1. a connection flood under a low open-files limit ---------------------------------------------
 
-def _with_fd_limit(soft: int, argv: list[str]) -> list[str]:
-    """argv run under `ulimit -n soft` (set in the child before exec: no preexec_fn in a threaded parent)."""
-    code = ("import os, resource, sys; r = resource.RLIMIT_NOFILE; "
-            f"resource.setrlimit(r, ({soft}, resource.getrlimit(r)[1])); os.execv(sys.executable, sys.argv[1:])")
-    return [sys.executable, "-c", code, sys.executable, *argv]
-
-
-def _read_all(socks: list[socket.socket], seconds: float) -> list[bytes]:
-    """What each connection got until the server closed it (bounded; an open one reads as None)."""
-    got: dict[socket.socket, bytes] = {s: b"" for s in socks}
-    sel = selectors.DefaultSelector()
-    for s in socks:
-        s.setblocking(False)
-        sel.register(s, selectors.EVENT_READ)
-    open_ = set(socks)
-    deadline = time.monotonic() + seconds
-    while open_ and time.monotonic() < deadline:
-        for key, _ in sel.select(timeout=1):
-            s = key.fileobj
-            try:
-                chunk = s.recv(65536)
-            except OSError:  # reset: closed all the same
-                chunk = b""
-            if chunk:
-                got[s] += chunk
-            else:
-                sel.unregister(s)
-                open_.discard(s)
-    sel.close()
-    return [got[s] if s not in open_ else None for s in socks]
-
-
 def test_a_connection_flood_under_ulimit_1024_is_capped_and_timed_out():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1400:
@@ -168,7 +134,7 @@ def test_a_connection_flood_under_ulimit_1024_is_capped_and_timed_out():
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TRIAGE_TOKEN", "SLACK_SIGNING_SECRET")}
     argv = ["-m", "triage", "serve", "--port", "0", "--max-concurrency", "1", "--header-timeout", "2",
             "--no-access-log"]
-    proc = subprocess.Popen(_with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True,
+    proc = subprocess.Popen(with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     socks: list[socket.socket] = []
     try:
@@ -179,7 +145,7 @@ def test_a_connection_flood_under_ulimit_1024_is_capped_and_timed_out():
             s = socket.create_connection(("127.0.0.1", port), timeout=60)
             s.sendall(b"POST /v1/triage HTTP/1.1\r\nHost: x\r\n")
             socks.append(s)
-        answers = _read_all(socks, 120)
+        answers = read_all(socks, 120)
         assert all(a is not None for a in answers), f"{sum(a is None for a in answers)} connections left open"
         statuses = [int(a.split(b" ", 2)[1]) for a in answers if a]
         assert statuses.count(408) > 500 and set(statuses) <= {408, 503}

@@ -2,8 +2,8 @@
 
 A FIFO's open() waits for a writer, `/dev/urandom` never ends, `/dev/zero` has an
 `st_size` of 0: each of them once hung `--follow`, `batch` or `rules check`, or filled the
-memory. Regular files and pipes are read as before; a named pipe is opened without waiting;
-devices and sockets are refused in one line; `batch` reads regular files only, as long as
+memory. Regular files and pipes are read as before; a named pipe is read as `cat` reads it
+(a bounded wait for its writer; none, or an empty one, is "no input", exit 2); devices and sockets are refused in one line; `batch` reads regular files only, as long as
 they were when opened; rule packs are read with a hard byte cap. A UTF-16 BOM must be
 followed by UTF-16 text, and the binary sniff looks at 64 KiB, not a few bytes.
 
@@ -32,13 +32,14 @@ from triage.errors import InputError
 from triage.ingest.read import InputStats, iter_chunks, open_source
 from triage.rule_engine.load import MAX_PACK_BYTES
 
+HEALTHY_START = b"INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
 HANG_LIMIT = 120  # seconds a child may take before it counts as hung: far above any honest run
 
 
-def tool(*args: str) -> subprocess.CompletedProcess:
+def tool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The CLI in a child process; a hang is a failed test (TimeoutExpired), not a stuck suite."""
     return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=HANG_LIMIT)
+                          timeout=HANG_LIMIT, env={**os.environ, **(env or {})})
 
 
 def one_line(err: str) -> str:
@@ -70,12 +71,32 @@ def write_fifo(path: Path, data: bytes, hold: threading.Event | None = None) -> 
 
 # ---- FIFOs ------------------------------------------------------------------------------------
 
-def test_follow_a_fifo_without_a_writer_ends_at_its_timeout(tmp_path):
+def test_follow_a_fifo_without_a_writer_is_no_input_at_its_timeout(tmp_path):
     fifo = tmp_path / "vllm.log"
     os.mkfifo(fifo)
     proc = tool("--follow", str(fifo), "--timeout", "2", "-f", "json")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert "no input" in one_line(proc.stderr) and "within 2 s" in proc.stderr
+
+
+def test_follow_a_fifo_whose_writer_closes_empty_is_no_input(tmp_path):
+    fifo = tmp_path / "vllm.log"
+    os.mkfifo(fifo)
+    writer = write_fifo(fifo, b"")  # opens, writes nothing, closes
+    proc = tool("--follow", str(fifo), "--timeout", str(HANG_LIMIT // 2), "-f", "json")
+    writer.join(HANG_LIMIT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no input" in one_line(proc.stderr)
+
+
+def test_follow_a_fifo_ends_when_its_writer_closes(tmp_path):
+    fifo = tmp_path / "vllm.log"
+    os.mkfifo(fifo)
+    writer = write_fifo(fifo, HEALTHY_START)  # a start that is neither ready nor failed, then the close
+    proc = tool("--follow", str(fifo), "-f", "json")  # no --timeout: only the writer's close ends it
+    writer.join(HANG_LIMIT)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["outcome"] == "incomplete"
+    assert json.loads(proc.stdout)["input"]["bytes"] == len(HEALTHY_START)
 
 
 def test_follow_a_fifo_reads_what_its_writer_writes(tmp_path):
@@ -92,15 +113,35 @@ def test_follow_a_fifo_reads_what_its_writer_writes(tmp_path):
     assert json.loads(proc.stdout)["diagnoses"][0]["id"] == "kv_cache_insufficient"
 
 
-def test_a_fifo_log_is_read_like_a_pipe_and_one_without_writer_as_empty(tmp_path):
+def test_a_fifo_log_is_read_like_a_pipe(tmp_path):
     fifo = tmp_path / "vllm.log"
     os.mkfifo(fifo)
     writer = write_fifo(fifo, FAILED.read_bytes())
     proc = tool(str(fifo), "-f", "json")
     writer.join(HANG_LIMIT)
     assert proc.returncode == 1 and json.loads(proc.stdout)["diagnoses"][0]["id"] == "kv_cache_insufficient"
-    proc = tool(str(fifo), "-f", "json")  # no writer: nothing to wait for
-    assert proc.returncode == 0 and json.loads(proc.stdout)["input"]["bytes"] == 0
+
+
+def test_a_fifo_whose_writer_closes_empty_is_no_input_not_a_healthy_log(tmp_path):
+    fifo = tmp_path / "vllm.log"
+    os.mkfifo(fifo)
+    writer = write_fifo(fifo, b"")
+    proc = tool(str(fifo), "-f", "json")
+    writer.join(HANG_LIMIT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no input" in one_line(proc.stderr) and "closed it without writing" in proc.stderr
+
+
+def test_a_fifo_without_a_writer_is_no_input_after_a_bounded_wait(tmp_path):
+    fifo = tmp_path / "vllm.log"
+    os.mkfifo(fifo)
+    proc = tool(str(fifo), "-f", "json", env={"VLLM_TRIAGE_FIFO_WAIT": "1"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no input" in one_line(proc.stderr) and "within 1 s" in proc.stderr
+    writer = write_fifo(fifo, FAILED.read_bytes())  # the pipe still works for the next reader
+    proc = tool(str(fifo), "-f", "json")
+    writer.join(HANG_LIMIT)
+    assert proc.returncode == 1
 
 
 # ---- devices and sockets ----------------------------------------------------------------------

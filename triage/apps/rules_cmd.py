@@ -22,7 +22,13 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
 
     rules = load_rules(args.packs)  # raises RulePackError listing every problem (exit 2)
     if args.action == "check":
-        stdout.write(f"ok: {len(rules)} rules\n")
+        from triage.rule_engine.budget import ATTEMPT_OPS, PLANNED_EVENTS, planned_cost
+
+        costs = {r.id: planned_cost(r) for r in rules}
+        worst = max(costs, key=costs.get) if costs else None
+        stdout.write(f"ok: {len(rules)} rules; evaluation cost at most {sum(costs.values()):,} of {ATTEMPT_OPS:,} "
+                     f"operations per startup attempt (with {PLANNED_EVENTS:,} events of each bound kind)"
+                     + (f"; costliest rule {worst!r}: {costs[worst]:,}" if worst else "") + "\n")
         return EXIT_OK
     if args.action == "list":
         for r in rules:

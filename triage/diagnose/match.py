@@ -16,7 +16,7 @@ from typing import Any
 
 
 from triage.model import events as ev
-from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.rule_engine.budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
 from triage.errors import ExpressionError, RuleBudgetError
 from triage.rule_engine.expr import FactView, Trace
 from triage.timeline.facts import Facts, find_oom, merge
@@ -30,9 +30,7 @@ from triage.records import Record, default_factory
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
-# all rules together: the built-in packs spend a small share of these (see test_rule_budget).
-RULE_OPS = 200_000
-ATTEMPT_OPS = 2_000_000
+# all rules together (budget.py): the built-in packs spend a small share of these.
 MAX_EVIDENCE = 8
 EXPORTED_FACT_TYPES = (int, float, str, bool, list)
 

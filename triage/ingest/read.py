@@ -55,8 +55,8 @@ def file_kind(mode: int) -> str:
 def open_source(path: str, stdin: BinaryIO | None = None, regular_only: bool = False) -> tuple[BinaryIO, str]:
     """Open a path or '-' for binary reading, by kind, with one clear error for each way it fails.
 
-    Regular files are read as they are; a named pipe is opened without waiting for a writer
-    (none there: it reads as empty; one there: to its end, like stdin); devices (`/dev/urandom`
+    Regular files are read as they are; a named pipe is read like `cat` reads it, with the
+    wait for its writer bounded and an empty one refused as "no input" (fifo.py); devices (`/dev/urandom`
     never ends), sockets and directories are refused. `regular_only` (batch): a FIFO is refused
     too, and a file is read only as far as it was long when opened, so a log still being written
     cannot keep one entry going forever.
@@ -71,6 +71,8 @@ def open_source(path: str, stdin: BinaryIO | None = None, regular_only: bool = F
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     _check_kind(path, st.st_mode, regular_only)
+    if stat.S_ISFIFO(st.st_mode):
+        return _open_fifo(path, regular_only), os.path.basename(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -86,6 +88,18 @@ def open_source(path: str, stdin: BinaryIO | None = None, regular_only: bool = F
     if regular_only:
         stream = io.BufferedReader(_Snapshot(stream, st.st_size), CHUNK_SIZE)  # type: ignore[assignment]
     return stream, os.path.basename(path)
+
+
+def _open_fifo(path: str, regular_only: bool) -> BinaryIO:
+    from triage.ingest.fifo import open_fifo
+
+    stream = open_fifo(path)
+    try:
+        _check_kind(path, os.fstat(stream.fileno()).st_mode, regular_only)  # what was opened
+    except BaseException:
+        stream.close()
+        raise
+    return stream
 
 
 def _check_kind(path: str, mode: int, regular_only: bool) -> None:

@@ -2,13 +2,15 @@
 
 A regular file is read as it grows; a truncated one is read again from its start, a rotated
 one (a new file at the path) after the old one is drained. A named pipe is opened without
-waiting for a writer and read without blocking, so `--timeout` still ends the wait; devices
+waiting for a writer and read without blocking, so `--timeout` still ends the wait, and its
+writer's close ends the follow (as a server's exit would); devices
 (`/dev/zero` never ends), sockets and directories are refused in one line.
 """
 
 from __future__ import annotations
 
 import os
+import select
 from typing import IO
 
 from triage.errors import InputError
@@ -23,6 +25,9 @@ class Tail:
         self.fh: IO[bytes] | None = None
         self.ident: tuple[int, int] = (0, 0)
         self.fifo = False
+        self.writer_seen = False  # a FIFO: some writer has had it open since we opened it
+        self.ended = False  # a FIFO whose writer came and closed it: nothing more will come
+        self.received = 0
 
     def open(self) -> bool:
         """Open the path if it is there (False if not yet); refuse what is not a log."""
@@ -52,7 +57,10 @@ class Tail:
             return b""
         assert self.fh is not None
         data = self.fh.read(CHUNK_SIZE)
-        if self.fifo:  # None: no data yet; b"": no writer (yet, or any more); neither ends the wait
+        if self.fifo:  # None: a writer, no data yet; b"": no writer, yet or any more
+            self.received += len(data or b"")
+            self.writer_seen = self.writer_seen or data is None or bool(data) or _hung_up(self.fh.fileno())
+            self.ended = data == b"" and self.writer_seen
             return data or b""
         if data:
             return data
@@ -71,6 +79,13 @@ class Tail:
         if self.fh is not None:
             self.fh.close()
             self.fh = None
+
+
+def _hung_up(fd: int) -> bool:
+    """Whether a writer opened the pipe and closed it again (Linux reports a hang-up only then)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return any(mask & select.POLLHUP for _, mask in poller.poll(0))
 
 
 def _refuse(path: str, kind: str) -> None:

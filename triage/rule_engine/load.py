@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
+from triage.rule_engine.budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.compiled import RemedyTemplate, Rule
 from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.template import Template, compile_template
@@ -30,7 +31,8 @@ __all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir",
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-2"  # part of the cache key: a pickle of another shape of Rule is never read
+RULES_FORMAT = "records-2-costed"  # part of the cache key: another shape of Rule, or rules cached before a
+# load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -185,7 +187,15 @@ class _Pack:
         if len(pack.rules) > MAX_RULES_PER_PACK:
             self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))
             return []
-        return [r for raw in pack.rules if (r := self._rule(raw)) is not None]
+        rules = [r for raw in pack.rules if (r := self._rule(raw)) is not None]
+        return [r for r in rules if self._affordable(r, doc)]
+
+    def _affordable(self, rule: Rule, doc: Any) -> bool:
+        """A rule whose planned cost is over its evaluation budget is refused here, not mid-log."""
+        why = over_rule_budget(rule)
+        if why is not None:
+            self.problem(why, line=int(rule.source.rsplit(":", 1)[1]) or None, rule=rule.id, field="when")
+        return why is None
 
     def _rule(self, raw: Any) -> Rule | None:
         from triage.rule_engine import schema
@@ -303,10 +313,21 @@ def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> l
     problems: list[Problem] = []
     rules: list[Rule] = []
     ids: dict[str, str] = {}
+    total = 0
     for path in paths:
         pack = _Pack(Path(path), causes, ids)
-        rules.extend(pack.rules())
+        loaded = pack.rules()
+        rules.extend(loaded)
         problems.extend(pack.problems)
+        cost = sum(planned_cost(r) for r in loaded)
+        if total + cost > ATTEMPT_OPS and loaded:
+            worst = max(loaded, key=planned_cost)
+            problems.append(Problem(path=str(path), message=(
+                f"the pack's rules cost {cost:,} operations on one startup attempt (with {PLANNED_EVENTS:,} events "
+                f"of each bound kind), the rules before it {total:,}: over the evaluation budget of "
+                f"{ATTEMPT_OPS:,} for all rules together; the costliest is {worst.id!r} "
+                f"({planned_cost(worst):,}, {worst.source})")))
+        total += cost
     if problems:
         raise RulePackError(problems)
     return rules

@@ -12,6 +12,7 @@ from triage.apps.exit_codes import exit_code
 from triage.apps.live.feed import Watch
 from triage.apps.output import emit
 from triage.pipeline import Options, load_rules
+from triage.ingest.fifo import no_input
 from triage.ingest.read import MAX_LINE_CHARS, last_frame
 from triage.model.report import Report
 from triage.ingest.tail import Tail as _Tail
@@ -55,7 +56,7 @@ def follow(path: str, timeout: float | None, options: Options, rules: list) -> t
     scan = _ReadyScan()
     last_data = time.monotonic()
     try:
-        while not (watch.settled(last_data) or watch.broken
+        while not (watch.settled(last_data) or watch.broken or tail.ended
                    or (deadline is not None and time.monotonic() >= deadline)):
             data = tail.read()
             if not data:
@@ -67,7 +68,11 @@ def follow(path: str, timeout: float | None, options: Options, rules: list) -> t
                 break
     finally:
         tail.close()
-    return watch.finish(), watch.ready
+    report = watch.finish()
+    if tail.fifo and not tail.received:  # an empty pipe is no log, not a healthy or unfinished one
+        raise no_input(path, "its writer closed it without writing anything" if tail.ended
+                       else f"nothing was written to it{'' if timeout is None else f' within {timeout:g} s'}")
+    return report, watch.ready
 
 
 class _ReadyScan:

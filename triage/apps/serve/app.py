@@ -157,8 +157,17 @@ def create_app(config: ServerConfig, pool: WorkerPool | None = None) -> FastAPI:
     return app
 
 
+def logged_path(scope) -> str:
+    """The path as the client sent it (still %-encoded), every byte outside printable ASCII as `\\xNN`.
+
+    The decoded path would let `%0A` start a forged log line and `%1B` write a terminal
+    escape into the operator's log; the raw one cannot, whatever the request holds."""
+    raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
+    return "".join(chr(b) if 0x21 <= b <= 0x7E and b != 0x5C else f"\\x{b:02x}" for b in raw[:600])
+
+
 class AccessLog:
-    """ASGI middleware: one line per request (method, path, status, time), never a query or a body.
+    """ASGI middleware: one line per request (method, raw path, status, time), never a query or a body.
 
     It also turns an unexpected exception into a bare 500, so no traceback (which may quote
     request content) reaches the server's log, and marks every answer `nosniff`.
@@ -187,5 +196,5 @@ class AccessLog:
             if not state["started"]:
                 await _error(500, "internal error")(scope, receive, send)
         finally:
-            path = redact_text(scope.get("path", ""))[:200]
+            path = redact_text(logged_path(scope))[:200]
             log.info("%s %s %s %.0fms", scope.get("method"), path, state["status"], (time.perf_counter() - start) * 1e3)

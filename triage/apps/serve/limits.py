@@ -16,6 +16,7 @@ MAX_PARTS = 8
 DRAIN_BYTES = 1 << 30  # a refused body is read (and dropped) up to this much, so the client reads the answer
 FD_RESERVE = 64  # file descriptors kept for the log, the worker pipes, imports; the rest may be connections
 FD_PER_WORKER = 8
+HEALTH_RESERVE = 16  # connections past the cap that may only ask for /healthz (the deployment's probe)
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,9 @@ def connection_cap(wanted: int, concurrency: int, fd_soft_limit: int | None) -> 
     """Connections the process can hold without running out of file descriptors.
 
     asyncio accepts up to a backlog of connections before any is seen (and refused above
-    the cap), so a burst's worth of descriptors is kept free as well."""
+    the cap), so a burst's worth of descriptors is kept free as well, and HEALTH_RESERVE more
+    for connections admitted past the cap to answer /healthz."""
     if fd_soft_limit is None or fd_soft_limit <= 0:
         return wanted
-    room = fd_soft_limit - FD_RESERVE - FD_PER_WORKER * concurrency - accept_backlog(fd_soft_limit)
+    room = fd_soft_limit - FD_RESERVE - HEALTH_RESERVE - FD_PER_WORKER * concurrency - accept_backlog(fd_soft_limit)
     return max(8, min(wanted, room))

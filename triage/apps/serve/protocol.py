@@ -1,5 +1,7 @@
-"""Connection-level guards under uvicorn's h11 protocol: a header timeout, a connection cap,
-and a refused body drained before the connection closes.
+"""Connection-level guards under uvicorn's h11 protocol: a header timeout, a write deadline
+for a client that stops reading its answers, a connection cap that sheds the connection
+waiting longest for a request, a reserve that keeps /healthz answered past the cap, the
+framing checks of framing.py, and a refused body drained before the connection closes.
 
 uvicorn's own settings do not cover these: `timeout_keep_alive` only runs between requests
 (a client that sends half a request line is never timed out), `limit_concurrency` accepts
@@ -21,6 +23,9 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from triage.apps.serve.framing import GuardedConnection
+from triage.apps.serve.limits import HEALTH_RESERVE
+
 log = logging.getLogger("vllm_triage.serve")
 CAP_LOG_SECONDS = 60.0  # at most one "connection cap" line per minute
 
@@ -33,32 +38,73 @@ def raw_json_response(status: int, reason: str, message: str) -> bytes:
     return head.encode() + body
 
 
-class ConnectionGuard:
-    """Shared by the connections of one server: the open count, the cap, the log of refusals."""
+FULL, PROBATION = "full", "probation"
+HEALTH_PATHS = ("/healthz",)
 
-    def __init__(self, cap: int, header_timeout: float, drain_bytes: int, drain_seconds: float) -> None:
-        self.cap, self.header_timeout = cap, header_timeout
+
+class ConnectionGuard:
+    """Shared by the connections of one server: the open counts, the cap, the log of refusals.
+
+    At the cap a new connection does not wait for a slot: the connection that has waited
+    longest for a request head (a slow-loris, an idle keep-alive) is closed to make room, so a
+    flood of slow clients cannot lock out a real request. When none waits (every connection
+    is in a request), up to HEALTH_RESERVE more are admitted to answer /healthz only; past
+    that, new connections get 503 at once.
+    """
+
+    def __init__(self, cap: int, header_timeout: float, drain_bytes: int, drain_seconds: float,
+                 reserve: int = HEALTH_RESERVE) -> None:
+        self.cap, self.reserve, self.header_timeout = cap, reserve, header_timeout
         self.drain_bytes, self.drain_seconds = drain_bytes, drain_seconds
-        self.open = 0
-        self.refused = 0
-        self._unlogged = 0
+        self.counts = {FULL: 0, PROBATION: 0}
+        self.waiting: dict[GuardedH11Protocol, None] = {}  # waiting for a request head, oldest first
+        self.refused = self.shed = 0
+        self._unlogged = [0, 0]
         self._logged_at = -CAP_LOG_SECONDS
 
-    def admit(self) -> bool:
-        if self.open >= self.cap:
-            self.refused += 1
-            self._unlogged += 1
-            now = time.monotonic()
-            if now - self._logged_at >= CAP_LOG_SECONDS:
-                log.warning("connection cap reached (%d open): refused %d connection(s) with 503",
-                            self.cap, self._unlogged)
-                self._logged_at, self._unlogged = now, 0
-            return False
-        self.open += 1
-        return True
+    @property
+    def open(self) -> int:
+        return self.counts[FULL] + self.counts[PROBATION]
 
-    def release(self) -> None:
-        self.open -= 1
+    def admit(self) -> str | None:
+        """The kind of slot a new connection gets (FULL, PROBATION), or None: refuse it."""
+        if self.counts[FULL] < self.cap:
+            self.counts[FULL] += 1
+            return FULL
+        kind: str | None = None
+        while self.waiting and kind is None:
+            victim = next(iter(self.waiting))
+            kind = victim.kind if victim.shed() else None
+        if kind is None and self.counts[PROBATION] < self.reserve:
+            kind = PROBATION
+        if kind is None:
+            self.refused += 1
+            self._unlogged[1] += 1
+        else:
+            self.counts[kind] += 1
+        self._log_cap()
+        return kind
+
+    def shed_one(self) -> None:
+        self.shed += 1
+        self._unlogged[0] += 1
+
+    def _log_cap(self) -> None:
+        now = time.monotonic()
+        if now - self._logged_at >= CAP_LOG_SECONDS and any(self._unlogged):
+            log.warning("connection cap reached (%d open): closed %d connection(s) waiting for a request, "
+                        "refused %d with 503", self.cap, *self._unlogged)
+            self._logged_at, self._unlogged = now, [0, 0]
+
+    def wait(self, protocol: GuardedH11Protocol, waiting: bool) -> None:
+        """Note that a connection waits for a request head (now the newest) or does not."""
+        self.waiting.pop(protocol, None)
+        if waiting:
+            self.waiting[protocol] = None
+
+    def release(self, protocol: GuardedH11Protocol) -> None:
+        self.waiting.pop(protocol, None)
+        self.counts[protocol.kind] -= 1
 
 
 class _Transport:
@@ -72,6 +118,7 @@ class _Transport:
 
     def close(self) -> None:
         if not self._protocol.drain():
+            self._protocol._release()  # its descriptor is closed within this turn of the loop
             self._real.close()
 
     def is_closing(self) -> bool:
@@ -83,10 +130,16 @@ class GuardedH11Protocol(H11Protocol):
 
     guard: ConnectionGuard
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = GuardedConnection(self.conn._max_incomplete_event_size)
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self.admitted, self.draining, self.lost = self.guard.admit(), False, False
+        self.kind = self.guard.admit()
+        self.admitted, self.released, self.draining, self.lost = self.kind is not None, False, False, False
         self._real = transport
         self._timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         self._drain_left = 0
         if not self.admitted:
             transport.write(raw_json_response(503, "Service Unavailable",
@@ -94,15 +147,55 @@ class GuardedH11Protocol(H11Protocol):
             transport.close()
             return
         super().connection_made(_Transport(transport, self))  # type: ignore[arg-type]
+        if self.kind is PROBATION:
+            self.app = health_only(self.app)
+        self.guard.wait(self, True)
         self._arm(self.guard.header_timeout, self._header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.admitted:
             return
         self.lost = True
-        self.guard.release()
+        self._release()
         self._disarm()
+        self.resume_writing()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client stopped reading: it has --timeout seconds to read again, then it is cut off
+        (closing would wait for the unread answer to go out: abort drops it)."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.guard.drain_seconds, self._real.abort)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.guard.release(self)
+
+    def shed(self) -> bool:
+        """Close this connection to make room if it still waits for a request head (True)."""
+        if self.released or self.draining or self.conn.their_state is not h11.IDLE or self._real.is_closing():
+            self.guard.wait(self, False)
+            return False
+        self._disarm()
+        self._real.write(raw_json_response(503, "Service Unavailable", "the server is at its connection cap: "
+                                           "this connection, still waiting for a request, was closed to make room"))
+        self._real.close()
+        self._release()
+        self.guard.shed_one()
+        return True
+
+    def _note_state(self) -> None:
+        """Keep the guard's list of connections waiting for a request head up to date."""
+        waiting = self.conn.their_state is h11.IDLE and not (self.released or self.draining or self._real.is_closing())
+        self.guard.wait(self, waiting)
 
     def data_received(self, data: bytes) -> None:
         if self.draining:
@@ -111,6 +204,7 @@ class GuardedH11Protocol(H11Protocol):
                 self._real.close()
             return
         super().data_received(data)
+        self._note_state()
         waiting_for_head = self.conn.their_state is h11.IDLE
         if waiting_for_head and self._timer is None and not self._real.is_closing():
             self._arm(self.guard.header_timeout, self._header_timeout)
@@ -126,11 +220,14 @@ class GuardedH11Protocol(H11Protocol):
         if self.conn.their_state is h11.SEND_BODY and self.drain():
             return  # answered before the body was read: drain it, then close (no keep-alive)
         super().on_response_complete()
+        self._note_state()
 
     def drain(self) -> bool:
         """Start draining a body the client still sends (True), or say there is none (False)."""
         if self.draining:
             return True
+        if self.kind is PROBATION:  # admitted past the cap: refused and closed, never held open
+            return False
         if self.lost or self.conn.their_state is not h11.SEND_BODY or self._real.is_closing():
             return False
         self.draining = True
@@ -144,9 +241,13 @@ class GuardedH11Protocol(H11Protocol):
         return True
 
     def send_400_response(self, msg: str) -> None:
-        """A request h11 cannot parse: the same `{"error"}` answer as every other refusal."""
+        """A request h11 cannot parse or that framing.py refuses: an `{"error"}` answer, then close."""
         self._disarm()
-        self._real.write(raw_json_response(400, "Bad Request", "invalid HTTP request"))
+        self.guard.wait(self, False)
+        refusal = self.conn.refusal
+        if self.cycle is None or not self.cycle.response_started:
+            self._real.write(raw_json_response(refusal.status, refusal.reason, refusal.message) if refusal
+                             else raw_json_response(400, "Bad Request", "invalid HTTP request"))
         self._real.close()
 
     def _header_timeout(self) -> None:
@@ -165,6 +266,23 @@ class GuardedH11Protocol(H11Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def health_only(app):
+    """The app for a connection admitted past the cap: /healthz answered, anything else 503."""
+    refusal = raw_json_response(503, "", "too many open connections: only /healthz is answered now; retry shortly")
+    body = refusal.split(b"\r\n\r\n", 1)[1]
+
+    async def answer(scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("path") in HEALTH_PATHS:
+            await app(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"retry-after", b"2"),
+                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    return answer
 
 
 def protocol_for(guard: ConnectionGuard) -> type[GuardedH11Protocol]:
