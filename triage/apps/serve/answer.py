@@ -23,7 +23,20 @@ def render_answer(report, fmt: str) -> str:
     return json.dumps(redact_data(json.loads(render(report, "slack"))), ensure_ascii=False)
 
 
+class Answer(str):
+    """The rendered report, carrying its outcome and leading cause for the server's metrics.
+
+    A str (everything that sends or compares the text is unchanged); the two attributes
+    travel with it through the worker's pipe."""
+
+    outcome: str | None = None
+    cause: str | None = None
+
+
 def analyse_bytes(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
     """In a worker process: the pipeline (redacting, as always) and the renderer."""
     report = run(io.BytesIO(data), name, Options(max_bytes=limit), rules)
-    return render_answer(report, fmt)
+    answer = Answer(render_answer(report, fmt))
+    answer.outcome = report.outcome
+    answer.cause = report.diagnoses[0].id if report.diagnoses else None
+    return answer
