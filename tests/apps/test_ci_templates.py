@@ -8,6 +8,7 @@ puts the tool of this checkout on PATH. The GitLab job's script runs the same wa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -181,6 +182,9 @@ def test_the_gitlab_template_runs(workspace, fail, expect):
     assert "kv_cache_insufficient (confidence 0.95)" in result.stdout
     assert ET.parse(workspace / "vllm-triage.xml").getroot().get("failures") == "2"
     assert (workspace / "vllm-triage.md").exists()
+    assert job["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
+    issues = json.loads((workspace / "gl-code-quality-report.json").read_text())
+    assert [i["location"]["path"] for i in issues] == ["logs/node1/vllm.log", "logs/node2/vllm.log"]
 
 
 def _archive(tmp_path: Path, ref: str) -> str:

@@ -204,7 +204,9 @@ def _triage_one(path: str) -> tuple[str, str, str]:
         return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), "error"
     status = "failed" if found_failure(report) else report.outcome
     primary = report.diagnoses[0].id if report.diagnoses else None
-    return path, report.model_dump_json(), f"{status}:{primary}" if primary else status
+    from triage.render.json_format import stamp
+
+    return path, stamp(report).model_dump_json(), f"{status}:{primary}" if primary else status
 
 
 def _error_line(path: str, message: str) -> str:

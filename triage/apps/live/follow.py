@@ -17,6 +17,7 @@ from typing import IO
 
 from triage.model import events as ev
 from triage.errors import InputError, UsageError
+from triage.apps import filters
 from triage.apps.exit_codes import exit_code
 from triage.apps.live.feed import Watch
 from triage.apps.output import emit
@@ -46,6 +47,7 @@ def follow_command(args, stdout: IO[str]) -> int:
         raise UsageError("more than one --format writes to stdout; give the others an --output FILE")
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     report, ready = follow(args.follow, args.timeout, options, load_rules(args.rules))
+    report = filters.apply(report, args.ignore, args.min_confidence)
     healthy = report.outcome in ("healthy", "recovered")
     for fmt, out in args.outputs or [(None, None)]:
         if out is not None or not healthy:  # once ready, stdout gets one line (files still get the report)

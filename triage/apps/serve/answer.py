@@ -17,7 +17,9 @@ from triage.render import render
 def render_answer(report, fmt: str) -> str:
     """The report in one format; the last guard of redaction runs on the final text."""
     if fmt == "json":
-        return render(report, "json")
+        from triage.render.json_format import stamp
+
+        return render(stamp(report), "json")
     if fmt == "markdown":
         return redact_text(render(report, "markdown"))
     return json.dumps(redact_data(json.loads(render(report, "slack"))), ensure_ascii=False)
