@@ -289,3 +289,15 @@ def test_follow_uvicorn_running_is_ready_at_once(monkeypatch):
     _line_by_line(monkeypatch, log)
     code, out, _ = _run(["--follow", "x.log", "--timeout", "120"])
     assert code == 0 and "line 41: 'Uvicorn running on'" in out
+
+
+def test_run_takes_the_main_commands_report_flags(tmp_path):
+    """-q, --width, --color, --exit-zero, --rules, --no-redact: what `vllm-triage LOG` takes."""
+    pack = tmp_path / "empty.yaml"
+    pack.write_text("schema: 1\nrules: []\n")
+    code, out, err = _run(["run", "-q", "--width", "60", "--color", "never", "--exit-zero", "--rules", str(pack),
+                           "--", PY, "-c", CAT, str(FAILING), "3"])
+    assert code == 0 and out == FAILING.read_text(encoding="utf-8")
+    assert err.count("\n") == 1 and "kv_cache_insufficient" in err
+    code, _, err = _run(["run", "--no-redact", "-q", "--", PY, "-c", CAT, str(FAILING), "1"])
+    assert code == 1 and "--no-redact shows secrets" in err

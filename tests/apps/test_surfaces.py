@@ -224,3 +224,27 @@ def test_best_remedy_is_the_first_checked_that_fits_or_none():
     assert best(unsure, _remedy({"--enforce-eager": ""})) is None  # flags the model could not check
     assert best(_remedy(env={"TORCH_CUDA_ARCH_LIST": "<this GPU's capability>"})) is None
     assert best(_remedy({"--port": "8001"})).flags == {"--port": "8001"}  # nothing was checkable
+
+
+# ---- small ones -------------------------------------------------------------------------------
+
+
+def test_a_mistyped_command_is_not_read_as_a_log(tmp_path, monkeypatch):
+    code, out, err = run(["explian", "kv_cache_insufficient"])
+    assert code == 2 and not out and "unknown command 'explian' (did you mean explain?)" in err
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "explian").write_bytes(HEALTHY.read_bytes())  # a log really named so is still a log
+    assert run(["explian", "-q"])[0] == 0
+
+
+def test_max_bytes_names_the_file(tmp_path):
+    code, _, err = run([str(HEALTHY), str(FAILED), "--max-bytes", "1KiB", "-q"])
+    assert code == 2 and err.count("\n") == 2
+    assert f"{HEALTHY}: input is larger than the limit" in err and f"{FAILED}: input is larger" in err
+
+
+def test_a_missing_log_is_an_error_annotation():
+    code, out, err = run(["missing.log", str(FAILED), "-f", "github"])
+    assert code == 2 and "no such file: missing.log" in err
+    assert out.startswith("::error title=vllm-triage%3A a log could not be read::no such file: missing.log\n")
+    assert "::error file=" in out  # the readable log is still annotated

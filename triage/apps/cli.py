@@ -142,6 +142,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
         with contextlib.redirect_stdout(stdout):  # argparse prints --help and --version to sys.stdout
             if argv and argv[0] in SUBCOMMANDS:
                 return _subcommand(argv, stdin, stdout, stderr)
+            _refuse_mistyped_command(argv)
             return _triage(argv, stdin, stdout, stderr)
     except SystemExit as exc:  # --help, --version: argparse's own exit
         return exc.code if isinstance(exc.code, int) else EXIT_OK
@@ -169,6 +170,18 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
         detail = f"internal error: {type(exc).__name__}: {str(exc)[:300]} (run with --traceback for details)"
         stderr.write(_error_line(detail, redact))
         return EXIT_ERROR
+
+
+def _refuse_mistyped_command(argv: list[str]) -> None:
+    """`vllm-triage explian x`: a first word close to a command and naming no file is a typo, not a log."""
+    import difflib
+
+    word = argv[0] if argv else ""
+    if not word or word.startswith("-") or os.path.sep in word or "." in word or os.path.exists(word):
+        return
+    near = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.7)
+    if near:
+        raise UsageError(f"unknown command {word!r} (did you mean {near[0]}?); a log named so does not exist")
 
 
 def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
@@ -231,6 +244,11 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     targets = _targets(args, stdout)
     options = Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes)
     reports, unreadable = _triage_paths(args.paths, stdin, options, load_rules(args.rules), stderr, args.traceback)
+    if unreadable and any(fmt == "github" and out is None for fmt, out in targets):
+        from triage.render.github import command
+
+        stdout.write("".join(command("error", message, title="vllm-triage: a log could not be read")
+                             for message in unreadable))
     reports = [filters.apply(r, args.ignore, args.min_confidence) for r in reports]
     worst = exit_code(reports)
     if reports:
@@ -255,13 +273,15 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
 
 
 def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show_traceback: bool = False
-                  ) -> tuple[list, int]:
-    """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
+                  ) -> tuple[list, list[str]]:
+    """A report per readable log, named by the path as given; each unreadable one is a line on stderr
+    (and its message is returned, for the annotations of `-f github`)."""
     from triage.errors import InputError
     from triage.pipeline import run
     from triage.ingest.read import open_source
 
-    reports, unreadable = [], 0
+    reports: list = []
+    unreadable: list[str] = []
     for path in paths:
         try:
             stream, _ = open_source(path, stdin)
@@ -275,8 +295,11 @@ def _triage_paths(paths: list[str], stdin, options, rules, stderr: IO[str], show
                 import traceback
 
                 traceback.print_exc(file=stderr)
-            stderr.write(_error_line(str(exc), options.redact))
-            unreadable += 1
+            name = "<stdin>" if path == "-" else path
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"  # say which of several logs
+            line = _error_line(message, options.redact)
+            stderr.write(line)
+            unreadable.append(line[len("vllm-triage: "):].rstrip("\n"))
     return reports, unreadable
 
 
