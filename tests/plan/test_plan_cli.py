@@ -305,3 +305,24 @@ def test_the_serve_flag_list_is_data_with_its_provenance():
 
     assert {"max-model-len", "tensor-parallel-size", "served-model-name", "port"} <= serve_flags()
     assert not any(name.startswith("-") or name != name.strip() for name in serve_flags())
+
+
+@pytest.mark.parametrize("card,smi_name,smi_mib", [("L4", "NVIDIA L4", 23034), ("H100", "NVIDIA H100 80GB HBM3", 81559),
+                                                   ("4090", "NVIDIA GeForce RTX 4090", 24564),
+                                                   ("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920)])
+def test_nvidia_smi_and_the_card_name_agree_on_the_total(tmp_path, card, smi_name, smi_mib):
+    smi = tmp_path / "smi.csv"
+    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+                   f"0, {smi_name}, {smi_mib} MiB, 0 MiB, {smi_mib} MiB\n")
+    _, by_smi = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "--max-model-len", "8192")
+    _, by_name = plan_json("--model", LLAMA, "--gpu", card, "--max-model-len", "8192")
+    assert by_smi["gpu"]["total_bytes"] == by_name["gpu"]["total_bytes"]
+    assert by_smi["max_model_len_fit"] == by_name["max_model_len_fit"]
+
+
+def test_an_unknown_card_in_nvidia_smi_keeps_its_total(tmp_path):
+    smi = tmp_path / "smi.csv"
+    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+                   "0, NVIDIA Future X, 50000 MiB, 0 MiB, 50000 MiB\n")
+    _, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi))
+    assert p["gpu"]["total_bytes"] == 50000 << 20
