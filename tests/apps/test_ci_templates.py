@@ -225,3 +225,11 @@ def test_the_gitlab_template_installs_without_git(tmp_path, workspace):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
     assert "kv_cache_insufficient" in result.stdout
+
+
+def test_no_index_is_never_advised_without_find_links():
+    """`pip install --no-index` alone finds neither the dependencies nor setuptools: offline needs wheels."""
+    for path in (ROOT / "action.yml", ROOT / "ci" / "README.md", ROOT / "README.md"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "--no-index" in line:
+                assert "--find-links" in line, (path.name, line)
