@@ -68,7 +68,11 @@ def describe(cause: str, meta: dict, rules: list) -> str:
             cmd = " ".join([*(f"{k}={_figures(v.source)}" for k, v in remedy.env.items()),
                             *(f"{k} {_figures(v.source)}".rstrip() for k, v in remedy.flags.items())])
             text = _flat(_figures(remedy.text.source))
-            out += _wrap(f"{cmd}  {text}" if cmd and text else cmd or text, "    - ", "      ")
+            if cmd:  # a command on a line of its own, never wrapped: copied, it stays one command
+                out.append(f"    - {cmd}")
+                out += _wrap(text, "        ") if text else []
+            else:
+                out += _wrap(text, "    - ", "      ")
         example = next((f for f in rule.fires_on if (_ROOT / f).is_file()), None)
         if example:
             out.append(f"    example log: {example}")
