@@ -248,3 +248,14 @@ def test_a_missing_log_is_an_error_annotation():
     assert code == 2 and "no such file: missing.log" in err
     assert out.startswith("::error title=vllm-triage%3A a log could not be read::no such file: missing.log\n")
     assert "::error file=" in out  # the readable log is still annotated
+
+
+def test_rules_test_counts_a_rule_no_log_exercises_as_a_problem(tmp_path, monkeypatch):
+    from conftest import ROOT
+
+    pack = tmp_path / "mine.yaml"
+    pack.write_text("schema: 1\nrules:\n  - id: my-kv-rule\n    cause: kv_cache_insufficient\n    title: t\n"
+                    "    when: {event: kv_needed}\n")
+    monkeypatch.chdir(ROOT)  # a checkout: the built-in rules' logs are there
+    code, out, _ = run(["rules", "test", str(pack)])
+    assert code == 1 and "UNTESTED my-kv-rule" in out and "1 problem(s)" in out
