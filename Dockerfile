@@ -1,8 +1,8 @@
 # vllm-triage's HTTP backend (`vllm-triage serve`).
 #
-#   docker build -t vllm-triage .
+#   docker build -t vllm-triage:0.1.0 .        # tag it with the tool's version, not :latest
 #   docker run --rm -p 8080:8080 -e VLLM_TRIAGE_TOKEN="$(openssl rand -hex 32)" \
-#       [-e SLACK_SIGNING_SECRET=...] vllm-triage
+#       [-e SLACK_SIGNING_SECRET=...] vllm-triage:0.1.0
 #
 # It listens on 0.0.0.0, so it refuses to start without VLLM_TRIAGE_TOKEN (the bearer token
 # callers must send); add `--insecure-no-auth` to the command only behind your own auth.
@@ -21,9 +21,11 @@ COPY triage /tmp/src/triage
 COPY rules /tmp/src/rules
 RUN pip install "/tmp/src[server,fast]" \
     && rm -rf /tmp/src \
-    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin triage
+    && groupadd --gid 10001 triage \
+    && useradd --create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin triage
 
-USER triage
+# numeric, so Kubernetes' runAsNonRoot can check it (a user name cannot be verified as non-root)
+USER 10001:10001
 WORKDIR /home/triage
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s \

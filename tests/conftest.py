@@ -90,3 +90,10 @@ def snapshot_md(snapshot):
 @pytest.fixture
 def snapshot_json(snapshot):
     return snapshot.use_extension(JsonSnapshot)
+
+
+@pytest.fixture(autouse=True)
+def _fixed_report_time(monkeypatch):
+    """Reports carry the time they were written (tool.generated_at): fixed here, so two runs of
+    one command give the same bytes; tests of the clock itself remove the variable."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # 2026-01-01T00:00:00Z

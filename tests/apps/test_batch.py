@@ -89,3 +89,13 @@ def test_batch_never_reads_its_own_output(tmp_path, monkeypatch):
             code = main(["batch", ".", "-j", "1", "--jsonl", "b.jsonl.log"], stdout=redirected, stderr=io.StringIO())
         assert code == 1
         assert "1 logs" in (tmp_path / "b.out").read_text()
+
+
+def test_log_names_in_any_case_are_read(tmp_path):
+    shutil.copy(FAILED, tmp_path / "NODE.LOG")
+    shutil.copy(HEALTHY, tmp_path / "Startup.Log")
+    (tmp_path / "VLLM.LOG.1").write_bytes(FAILED.read_bytes())
+    (tmp_path / "README.MD").write_text("not a log")
+    code, out, _ = run([str(tmp_path), "-j", "1", "-f", "jsonl"])
+    names = sorted(json.loads(line)["input"]["name"].rsplit("/", 1)[1] for line in out.splitlines())
+    assert code == 1 and names == ["NODE.LOG", "Startup.Log", "VLLM.LOG.1"]

@@ -8,6 +8,7 @@ puts the tool of this checkout on PATH. The GitLab job's script runs the same wa
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -181,3 +182,54 @@ def test_the_gitlab_template_runs(workspace, fail, expect):
     assert "kv_cache_insufficient (confidence 0.95)" in result.stdout
     assert ET.parse(workspace / "vllm-triage.xml").getroot().get("failures") == "2"
     assert (workspace / "vllm-triage.md").exists()
+    assert job["artifacts"]["reports"]["codequality"] == "gl-code-quality-report.json"
+    issues = json.loads((workspace / "gl-code-quality-report.json").read_text())
+    assert [i["location"]["path"] for i in issues] == ["logs/node1/vllm.log", "logs/node2/vllm.log"]
+
+
+def _archive(tmp_path: Path, ref: str) -> str:
+    """The checkout as GitLab's `/-/archive/REF/vllm-triage-REF.tar.gz` serves it; returns the repo's URL."""
+    import tarfile
+
+    repo = tmp_path / "host" / "group" / "vllm-triage"
+    folder = repo / "-" / "archive" / ref
+    folder.mkdir(parents=True)
+    with tarfile.open(folder / f"vllm-triage-{ref}.tar.gz", "w:gz") as tar:
+        for name in ("pyproject.toml", "README.md", "triage", "rules"):
+            tar.add(ROOT / name, arcname=f"vllm-triage-{ref}/{name}",
+                    filter=lambda info: None if "__pycache__" in info.name else info)
+    return repo.as_uri()
+
+
+def test_the_gitlab_template_installs_without_git(tmp_path, workspace):
+    """python:3.12-slim has no git: the template's package must install with none on PATH."""
+    job = gitlab_job()
+    package = job["variables"]["VLLM_TRIAGE_PACKAGE"]
+    assert "<your git host>" in package
+    url = _archive(tmp_path, "main")
+    package = package.replace("https://<your git host>/<group>/vllm-triage", url)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    tools = tmp_path / "tools"  # a shell, and nothing else: no git
+    tools.mkdir()
+    os.symlink(shutil.which("bash"), tools / "bash")
+    path = os.pathsep.join([str(venv / "bin"), str(tools)])
+    assert shutil.which("git", path=path) is None
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_TRIAGE_", "PYTHON", "VIRTUAL_ENV"))}
+    env |= {"PATH": path, "VLLM_TRIAGE_PACKAGE": package}
+    install = subprocess.run(["bash", "-e", "-c", "\n".join(job["before_script"])], cwd=workspace, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-2000:]
+    env |= {"VLLM_TRIAGE_LOG": "logs/*/vllm.log", "VLLM_TRIAGE_FAIL_ON_FAILURE": "true"}
+    result = subprocess.run(["bash", "-e", "-c", "\n".join(job["script"])], cwd=workspace, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "kv_cache_insufficient" in result.stdout
+
+
+def test_no_index_is_never_advised_without_find_links():
+    """`pip install --no-index` alone finds neither the dependencies nor setuptools: offline needs wheels."""
+    for path in (ROOT / "action.yml", ROOT / "ci" / "README.md", ROOT / "README.md"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "--no-index" in line:
+                assert "--find-links" in line, (path.name, line)

@@ -242,3 +242,62 @@ def test_pipeline_reads_a_live_feed_incrementally():
         time.sleep(0.02)
     assert watch.fatal_at is not None
     assert watch.finish().diagnoses[0].id == "kv_cache_insufficient"
+
+
+def _line_by_line(monkeypatch, log: Path) -> None:
+    """The follow's reader hands the log over one line per read, as a server writing it would."""
+    from triage.apps.live import follow as follow_mod
+
+    lines = log.read_bytes().splitlines(keepends=True)
+
+    class LineTail:
+        def __init__(self, path: str) -> None:
+            self.left = list(lines)
+
+        def open(self) -> bool:
+            return True
+
+        def read(self) -> bytes:
+            return self.left.pop(0) if self.left else b""
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(follow_mod, "_Tail", LineTail)
+
+
+def test_follow_a_port_bind_after_startup_complete_is_a_failure(monkeypatch):
+    """uvicorn says `Application startup complete.` before it binds: the bind error after it counts."""
+    _line_by_line(monkeypatch, FIXTURES / "port_in_use" / "v054-bind-after-startup-complete.log")
+    code, out, _ = _run(["--follow", "x.log", "--timeout", "120", "-q"])
+    assert code == 1
+    assert "port_in_use" in out and out.count("\n") == 1  # -q: one line, not the full report
+
+
+def test_follow_the_engine_built_is_not_ready(monkeypatch):
+    """`init engine ... took` comes before the API server binds its port: not ready yet."""
+    log = FIXTURES / "port_in_use" / "v092-healthy-vllm-port-env-retry.log"
+    _line_by_line(monkeypatch, log)
+    code, out, _ = _run(["--follow", "x.log", "--timeout", "120"])
+    assert code == 0 and "ready" in out
+    assert "init engine" not in out and "Available routes" not in out
+    assert "line 58: 'Avg prompt throughput:'" in out  # the log goes on: served, not just started
+
+
+def test_follow_uvicorn_running_is_ready_at_once(monkeypatch):
+    log = FIXTURES / "port_in_use" / "v063post1-healthy-readiness-poll-port-8000.log"
+    _line_by_line(monkeypatch, log)
+    code, out, _ = _run(["--follow", "x.log", "--timeout", "120"])
+    assert code == 0 and "line 41: 'Uvicorn running on'" in out
+
+
+def test_run_takes_the_main_commands_report_flags(tmp_path):
+    """-q, --width, --color, --exit-zero, --rules, --no-redact: what `vllm-triage LOG` takes."""
+    pack = tmp_path / "empty.yaml"
+    pack.write_text("schema: 1\nrules: []\n")
+    code, out, err = _run(["run", "-q", "--width", "60", "--color", "never", "--exit-zero", "--rules", str(pack),
+                           "--", PY, "-c", CAT, str(FAILING), "3"])
+    assert code == 0 and out == FAILING.read_text(encoding="utf-8")
+    assert err.count("\n") == 1 and "kv_cache_insufficient" in err
+    code, _, err = _run(["run", "--no-redact", "-q", "--", PY, "-c", CAT, str(FAILING), "1"])
+    assert code == 1 and "--no-redact shows secrets" in err

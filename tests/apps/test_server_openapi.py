@@ -106,6 +106,8 @@ def test_every_documented_status_is_produced(spec):
         _check(spec, "/healthz", "GET", call(p, "GET", "/healthz"), seen)
         _check(spec, "/v1/rules", "GET", call(p, "GET", "/v1/rules", headers=AUTH), seen)
         _check(spec, "/v1/rules", "GET", call(p, "GET", "/v1/rules"), seen)
+        _check(spec, "/metrics", "GET", call(p, "GET", "/metrics", headers=AUTH), seen)
+        _check(spec, "/metrics", "GET", call(p, "GET", "/metrics"), seen)
         for answer in (post(p, LOG[:4000], **AUTH), post(p, LOG[:4000], path="/v1/triage?format=slack", **AUTH),
                        post(p, LOG[:4000], path="/v1/triage?format=markdown", **AUTH),
                        post(p, LOG[:4000], path="/v1/triage?format=pdf", **AUTH), post(p, LOG[:4000]),

@@ -36,7 +36,7 @@ STATIC = resources.files("triage.apps.serve") / "static"
 # ---- without a browser: what the files and headers promise ----------------------------------------
 
 def test_pages_are_self_contained_and_strict():
-    for name in ("index.html", "docs.html", "page.js", "docs.js", "page.css"):
+    for name in ("index.html", "docs.html", "page.js", "report_view.js", "docs.js", "page.css"):
         text = (STATIC / name).read_text()
         assert not re.search(r"(?i)\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text), f"{name} names another host"
         assert not re.search(r"(?i)\son[a-z]+\s*=", text), f"{name} has an inline event handler"
@@ -48,6 +48,7 @@ def test_pages_are_self_contained_and_strict():
         assert "<style" not in html and "style=" not in html
     with running() as p:
         for path, media in (("/", "text/html"), ("/docs", "text/html"), ("/static/page.js", "text/javascript"),
+                            ("/static/report_view.js", "text/javascript"),
                             ("/static/docs.js", "text/javascript"), ("/static/page.css", "text/css")):
             r = call(p, "GET", path)
             assert r.status == 200 and r.headers["content-type"].startswith(media), path
@@ -165,3 +166,29 @@ def test_the_api_page_reads_the_document_offline(page, server):
     headings = page.locator("#api h2").all_inner_texts()
     assert {"POST /v1/triage", "POST /v1/slack/command", "GET /v1/rules", "GET /healthz"} <= set(headings)
     assert "text/markdown" in page.inner_text("#api")
+
+
+def test_the_report_is_rendered_from_json_with_nothing_to_unescape(page, tmp_path):
+    """The page shows the JSON report's fields: no Markdown escapes (max\\_model\\_len), no stray
+    code spans, a facts row of two cells even when a value holds `|`, copy buttons beside the
+    text they copy (never over it); screenshots under the test's tmp dir."""
+    page.fill("#token", TOKEN)
+    shown = _diagnose(page, LOG.decode())
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    assert "\\_" not in shown and "max_model_len" in shown
+    for row in page.locator("#report table.facts tr").all():
+        assert row.locator("td, th").count() == 2
+    for button in page.locator("#report button.copy").all():
+        box = button.bounding_box()
+        sibling = button.evaluate_handle("b => b.previousElementSibling || b.parentElement.nextElementSibling")
+        other = sibling.as_element().bounding_box() if sibling.as_element() else None
+        if box and other:
+            apart = (box["x"] >= other["x"] + other["width"] or box["x"] + box["width"] <= other["x"]
+                     or box["y"] >= other["y"] + other["height"] or box["y"] + box["height"] <= other["y"])
+            assert apart, "a copy button covers the text it copies"
+    page.click("#copy-slack")
+    slack = page.evaluate("navigator.clipboard.readText()")
+    assert "\\" not in slack and expected_ids(LOG)[0] in slack
+    page.locator("#report details").first.evaluate("d => d.open = true")
+    page.screenshot(path=str(tmp_path / "evidence.png"), full_page=True)
+    assert (tmp_path / "report.png").stat().st_size > 0

@@ -76,3 +76,15 @@ def test_cannot_tell_names_the_figure_the_log_lacks():
     log = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
     code, out, _ = _run(str(log), "--gpu-memory-utilization", "0.85")
     assert code == 2 and "the GPU's total memory is not in the log" in out
+
+
+def test_a_tensor_parallel_size_that_does_not_divide_the_heads_fails():
+    log = FIXTURES / "parallelism_mismatch" / "v085-qwen14b-40-heads-tp3.log"  # 40 heads, TP 3
+    rc, doc = _checks(str(log), "--tensor-parallel-size", "3")
+    assert rc == 1 and doc["verdict"] == "fails"
+    [check] = [c for c in doc["checks"] if c["name"] == "tensor_parallel_divides"]
+    assert check["verdict"] == "fails" and "40 is not a multiple of 3" in check["text"]
+    rc, doc = _checks(str(log))  # no change: the log's own TP 3 still fails
+    assert rc == 1
+    rc, doc = _checks(str(log), "--tensor-parallel-size", "4")
+    assert [c["verdict"] for c in doc["checks"] if c["name"] == "tensor_parallel_divides"] == ["fits"]

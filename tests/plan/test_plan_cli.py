@@ -279,3 +279,50 @@ def test_gpu_sizes_read_gb_as_gib():
 
     assert from_size("24GB").total_bytes == 24 << 30 == from_size("24 GiB").total_bytes
     assert from_name("NVIDIA A100-80GB").name == "A100-80GB" and from_name("rtx 4090").name == "RTX-4090"
+
+
+def test_a_misspelled_flag_is_a_usage_error_not_a_fit():
+    code, out, err = run("--model", LLAMA, "--gpu", "L4", "--max-modle-len", "200000")
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and "--max-modle-len" in err and "did you mean --max-model-len" in err
+    code, _, err = run("--gpu", "L4", "--", "vllm", "serve", LLAMA, "--tensor-paralel-size=2")
+    assert code == 2 and "--tensor-paralel-size" in err
+
+
+def test_real_serve_flags_the_plan_does_not_use_are_listed_not_refused():
+    code, p = plan_json("--model", LLAMA, "--gpu", "H100", "--port", "8001", "--trust-remote-code",
+                        "--no-enable-prefix-caching")
+    assert code == 0
+    assert p["flags"]["ignored"] == ["--port 8001", "--trust-remote-code", "--no-enable-prefix-caching"]
+
+
+def test_the_serve_flag_list_is_data_with_its_provenance():
+    from importlib import resources
+
+    text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
+    assert "Provenance:" in text
+    from triage.plan.flags import serve_flags
+
+    assert {"max-model-len", "tensor-parallel-size", "served-model-name", "port"} <= serve_flags()
+    assert not any(name.startswith("-") or name != name.strip() for name in serve_flags())
+
+
+@pytest.mark.parametrize("card,smi_name,smi_mib", [("L4", "NVIDIA L4", 23034), ("H100", "NVIDIA H100 80GB HBM3", 81559),
+                                                   ("4090", "NVIDIA GeForce RTX 4090", 24564),
+                                                   ("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920)])
+def test_nvidia_smi_and_the_card_name_agree_on_the_total(tmp_path, card, smi_name, smi_mib):
+    smi = tmp_path / "smi.csv"
+    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+                   f"0, {smi_name}, {smi_mib} MiB, 0 MiB, {smi_mib} MiB\n")
+    _, by_smi = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "--max-model-len", "8192")
+    _, by_name = plan_json("--model", LLAMA, "--gpu", card, "--max-model-len", "8192")
+    assert by_smi["gpu"]["total_bytes"] == by_name["gpu"]["total_bytes"]
+    assert by_smi["max_model_len_fit"] == by_name["max_model_len_fit"]
+
+
+def test_an_unknown_card_in_nvidia_smi_keeps_its_total(tmp_path):
+    smi = tmp_path / "smi.csv"
+    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+                   "0, NVIDIA Future X, 50000 MiB, 0 MiB, 50000 MiB\n")
+    _, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi))
+    assert p["gpu"]["total_bytes"] == 50000 << 20

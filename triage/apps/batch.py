@@ -162,7 +162,9 @@ def _triage_one(path: str) -> tuple[str, str, Summary]:
         return path, _error_line(path, str(exc)), Summary(status="error")
     except Exception as exc:  # noqa: BLE001 - one bad log must not stop the batch
         return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), Summary(status="error")
-    return path, report.model_dump_json(), summarize(report)
+    from triage.render.json_format import stamp
+
+    return path, stamp(report).model_dump_json(), summarize(report)
 
 
 def _error_line(path: str, message: str) -> str:

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "explain": "triage.apps.explain:explain_command",
     "what-if": "triage.apps.what_if:what_if_command",
     "plan": "triage.plan.command:plan_command",
+    "completion": "triage.apps.completion:completion_command",
 }
 # One line each for `vllm-triage --help` (a subcommand without one is still listed).
 SUMMARIES: dict[str, str] = {
@@ -41,6 +42,7 @@ SUMMARIES: dict[str, str] = {
     "rules": "check|test|list: validate, exercise, list the rule packs",
     "schema": "the JSON Schema of the report",
     "serve": "the HTTP backend for chat bots and CI (extra: [server])",
+    "completion": "bash|zsh|fish: the shell completion script",
 }
 EXIT_STATUS = """exit status:
   0  no failure found (a healthy, incomplete or recovered log), or --exit-zero
@@ -50,15 +52,24 @@ EXIT_STATUS = """exit status:
 ENVIRONMENT = """environment:
   VLLM_TRIAGE_FORMAT  default --format (else terminal on a TTY, markdown otherwise)
   NO_COLOR            no colour; FORCE_COLOR: colour even off a TTY (--color wins over both)
-  GITHUB_STEP_SUMMARY with -f github: the Markdown report is appended there (kept under 1 MiB)"""
+  GITHUB_STEP_SUMMARY with -f github: the Markdown report is appended there (kept under 1 MiB)
+  VLLM_TRIAGE_NO_CONFIG  set: read no settings file (as --no-config)
+
+settings file: .vllm-triage.toml, or [tool.vllm-triage] in pyproject.toml, the first found
+  from the working directory upward (keys: format, rules, ignore, min-confidence); the
+  command line and VLLM_TRIAGE_FORMAT win over it"""
 
 
 class _FormatAction(argparse.Action):
-    """`-f json -o a.json -f markdown -o a.md -f terminal`: each --output binds to the --format before it."""
+    """`-f json -o a.json -f markdown -o a.md -f terminal`: each --output binds to the --format before it;
+    a --format right after a bare `-o -` is that stdout report's (`-o - -f json`)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         pairs = list(getattr(namespace, self.dest) or [])
-        pairs.append([values, None])
+        if pairs and pairs[-1][0] is None and pairs[-1][1] == "-":
+            pairs[-1][0] = values
+        else:
+            pairs.append([values, None])
         setattr(namespace, self.dest, pairs)
 
 
@@ -98,6 +109,13 @@ def _triage_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="one line per log on stdout (files still get "
                    "their full reports)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a failure is found (errors stay 2)")
+    p.add_argument("--ignore", action="append", default=[], metavar="CAUSE",
+                   help="do not report this cause (repeat, or separate with commas); a note says so")
+    p.add_argument("--min-confidence", metavar="F", default=None,
+                   help="do not report diagnoses whose confidence is below F (0 to 1)")
+    p.add_argument("--config", metavar="FILE", help="read the settings from FILE, not the .vllm-triage.toml "
+                   "or pyproject.toml found upward")
+    p.add_argument("--no-config", action="store_true", help="read no settings file")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
                    help="add a rule pack (or a folder of them) to the built-in ones")
     p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
@@ -108,7 +126,7 @@ def _triage_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
                    help="refuse inputs larger than this (e.g. 20MiB)")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
-    p.add_argument("--version", action="version", version=f"vllm-triage {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"vllm-triage {__version__}")
     return p
 
 
@@ -124,6 +142,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
         with contextlib.redirect_stdout(stdout):  # argparse prints --help and --version to sys.stdout
             if argv and argv[0] in SUBCOMMANDS:
                 return _subcommand(argv, stdin, stdout, stderr)
+            _refuse_mistyped_command(argv)
             return _triage(argv, stdin, stdout, stderr)
     except SystemExit as exc:  # --help, --version: argparse's own exit
         return exc.code if isinstance(exc.code, int) else EXIT_OK
@@ -153,6 +172,18 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
         return EXIT_ERROR
 
 
+def _refuse_mistyped_command(argv: list[str]) -> None:
+    """`vllm-triage explian x`: a first word close to a command and naming no file is a typo, not a log."""
+    import difflib
+
+    word = argv[0] if argv else ""
+    if not word or word.startswith("-") or os.path.sep in word or "." in word or os.path.exists(word):
+        return
+    near = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.7)
+    if near:
+        raise UsageError(f"unknown command {word!r} (did you mean {near[0]}?); a log named so does not exist")
+
+
 def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     """One line on stderr, whatever the message holds (a YAML error spans lines; a path may hold a token).
 
@@ -167,13 +198,39 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     return f"vllm-triage: {text}\n"
 
 
+def _settle(args) -> None:
+    """The settings file under the command line: rules added, causes ignored, the floor, the format."""
+    from triage.apps import config
+
+    settings = config.Config() if args.no_config or (args.config is None and not config.from_env()) \
+        else config.load(args.config)
+    args.rules = [*settings.rules, *args.rules]
+    args.ignore = [*settings.ignore, *config.check_causes(args.ignore, "--ignore")]
+    args.min_confidence = (settings.min_confidence if args.min_confidence is None
+                           else config.confidence(args.min_confidence, "--min-confidence"))
+    if settings.formats and not os.environ.get("VLLM_TRIAGE_FORMAT"):
+        args.outputs = [[fmt or settings.formats[0], out] for fmt, out in args.outputs] or [[settings.formats[0], None]]
+
+
+# `-o FILE` with no --format: the format its extension names (else the default one).
+_EXTENSIONS = {".json": "json", ".jsonl": "json", ".md": "markdown", ".markdown": "markdown", ".xml": "junit"}
+
+
+def _format_of(out: str | None) -> str | None:
+    if out is None or out == "-":
+        return None
+    return _EXTENSIONS.get(os.path.splitext(out)[1].lower())
+
+
 def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     from triage.api import Triager
+    from triage.apps import filters
     from triage.apps.conventions import output_path
 
     args = _triage_parser().parse_args(argv)
     stderr = stderr or sys.stderr
-    args.outputs = [[fmt, output_path(out)] for fmt, out in args.outputs]
+    _settle(args)
+    args.outputs = [[fmt or _format_of(out), output_path(out)] for fmt, out in args.outputs]
     if args.no_redact:
         stderr.write(NO_REDACT_WARNING)
     if args.follow is not None or args.timeout is not None:
@@ -187,6 +244,12 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     targets = _targets(args, stdout)
     triager = Triager(args.rules, redact=not args.no_redact, max_bytes=args.max_bytes)
     reports, unreadable = _triage_paths(args.paths, stdin, triager, stderr, args.traceback)
+    if unreadable and any(fmt == "github" and out is None for fmt, out in targets):
+        from triage.render.github import command
+
+        stdout.write("".join(command("error", message, title="vllm-triage: a log could not be read")
+                             for message in unreadable))
+    reports = [filters.apply(r, args.ignore, args.min_confidence) for r in reports]
     worst = exit_code(reports)
     if reports:
         _render_targets(reports, targets, args, stdout, triager.redact)
@@ -210,12 +273,14 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
 
 
 def _triage_paths(paths: list[str], stdin, triager, stderr: IO[str], show_traceback: bool = False
-                  ) -> tuple[list, int]:
-    """A report per readable log, named by the path as given; each unreadable one is a line on stderr."""
+                  ) -> tuple[list, list[str]]:
+    """A report per readable log, named by the path as given; each unreadable one is a line on stderr
+    (and its message is returned, for the annotations of `-f github`)."""
     from triage.errors import InputError
     from triage.ingest.read import open_source
 
-    reports, unreadable = [], 0
+    reports: list = []
+    unreadable: list[str] = []
     for path in paths:
         try:
             stream, _ = open_source(path, stdin)
@@ -229,8 +294,11 @@ def _triage_paths(paths: list[str], stdin, triager, stderr: IO[str], show_traceb
                 import traceback
 
                 traceback.print_exc(file=stderr)
-            stderr.write(_error_line(str(exc), triager.redact))
-            unreadable += 1
+            name = "<stdin>" if path == "-" else path
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"  # say which of several logs
+            line = _error_line(message, triager.redact)
+            stderr.write(line)
+            unreadable.append(line[len("vllm-triage: "):].rstrip("\n"))
     return reports, unreadable
 
 

@@ -31,6 +31,8 @@ def find_logs(inputs: list[str], skip: frozenset[tuple[int, int]] = frozenset())
 
 
 def is_log_name(name: str) -> bool:
+    """A log by its name, whatever the case (NODE.LOG from a Windows share, Startup.Log)."""
+    name = name.lower()
     return name.endswith(LOG_SUFFIXES) or bool(ROTATED.search(name))
 
 

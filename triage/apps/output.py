@@ -25,6 +25,10 @@ def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -
         from triage.render.common import one_line
 
         return "".join(one_line(r) + "\n" for r in reports)
+    if fmt == "json":
+        from triage.render.json_format import stamp
+
+        reports = [stamp(r) for r in reports]
     if fmt == "github" and len(reports) > 1:
         from triage.render.github import render_many
 

@@ -61,6 +61,9 @@ def _test(rules, root: Path, stdout: IO[str]) -> int:
         return cache[path]
 
     for rule in rules:
+        if not rule.fires_on:  # a rule no log exercises was not tested: not a pass
+            stdout.write(f"UNTESTED {rule.id}: no fires_on log (add one it must fire on, and a quiet_on near miss)\n")
+            failures += 1
         for rel in rule.fires_on:
             path = root / rel
             if not path.exists():

@@ -36,8 +36,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def inputs_for(path: str) -> MemoryInputs:
-    """The memory model's inputs for the last startup attempt in the log."""
+def inputs_for(path: str, divisible: list | None = None) -> MemoryInputs:
+    """The memory model's inputs for the last startup attempt in the log; the log's
+    "must be divisible by tensor parallel size" events are added to `divisible`."""
+    from triage.model import events as ev
+
     from triage.diagnose.match import failure_view
     from triage.timeline.facts import find_oom, merge
     from triage.diagnose.memory_view import build_view
@@ -47,6 +50,8 @@ def inputs_for(path: str) -> MemoryInputs:
 
     def keep(timeline, line, events) -> None:
         seen["timeline"] = timeline
+        if divisible is not None:
+            divisible.extend(e for e in events if isinstance(e, ev.NotDivisible) and e.parallel == "tensor")
 
     run_path(path, Options(on_event=keep))
     timeline = seen.get("timeline")
@@ -64,7 +69,8 @@ def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | N
              if getattr(args, flag[2:].replace("-", "_")) is not None}
     if args.enforce_eager:
         flags["--enforce-eager"] = ""
-    inputs = inputs_for(args.log)
+    divisible: list = []
+    inputs = inputs_for(args.log, divisible)
     try:
         config = apply(inputs.current(), flags)
     except ValueError as exc:
@@ -73,12 +79,28 @@ def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | N
         checks = evaluate(inputs, config)
     except (ArithmeticError, ValueError):
         raise UsageError("the log's memory figures are out of any device's range; nothing to check") from None
+    checks = [*_divisibility(divisible, args.tensor_parallel_size), *checks]
     verdict = overall(checks) if checks else "cannot tell"
     if args.format == "json":
         stdout.write(json.dumps(_json(args.log, inputs, flags, checks, verdict), indent=2) + "\n")
     else:
         stdout.write(_terminal(args.log, inputs, flags, checks, verdict))
     return EXIT_FITS if verdict == FITS else EXIT_FAILS if verdict == FAILS else EXIT_CANNOT_TELL
+
+
+def _divisibility(events: list, tp: int | None) -> list[Check]:
+    """vLLM's own check before any memory one: the units (attention heads) the log says it splits
+    must divide by the tensor-parallel size; a TP that does not divide them cannot start."""
+    if not events:
+        return []
+    event = events[-1]
+    size = tp if tp is not None else event.size
+    what = f"{event.total} {event.what} split over --tensor-parallel-size {size}"
+    if size < 1:
+        raise UsageError("--tensor-parallel-size must be at least 1")
+    verdict = FITS if event.total % size == 0 else FAILS
+    note = f"{event.total} is not a multiple of {size}" if verdict == FAILS else f"{event.total // size} each"
+    return [Check("tensor_parallel_divides", verdict, what, unit="units", note=note, lines=(event.line,))]
 
 
 def _figure(q, unit: str) -> dict[str, Any] | None:

@@ -97,6 +97,10 @@ def _adapter(cls: type):
 class Tool(_Model):
     name: str = "vllm-triage"
     version: str = __version__
+    # When the report was written (ISO 8601, UTC): set by the commands that write a report
+    # (render/json_format.stamp), absent from a report built in memory. Added within
+    # schema_version 1: optional, so a reader of the earlier reports reads these unchanged.
+    generated_at: str | None = None
 
 
 @lazy_dataclass

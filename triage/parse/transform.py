@@ -67,7 +67,7 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     def server_version(self, _head, version, *rest):
         return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
 
-    def logo_version(self, version, tail=None):
+    def logo_version(self, _logo, version, tail=None):  # the first token is the banner's `█ version`
         return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
 
     def arg_dump(self, head, tail):

@@ -14,9 +14,10 @@ from triage.errors import InputError, UsageError
 from triage.plan.render import FORMATS
 
 EPILOG = """\
-Any other flags are read as `vllm serve` flags (--tensor-parallel-size, --max-model-len,
+Other flags are read as `vllm serve` flags (--tensor-parallel-size, --max-model-len,
 --gpu-memory-utilization, --kv-cache-dtype, --dtype, --max-num-seqs, --max-num-batched-tokens,
---block-size, --enforce-eager, --quantization); a whole command line may follow `--`.
+--block-size, --enforce-eager, --quantization); a whole command line may follow `--`. Other
+real `vllm serve` flags are listed as not taken into account; an unknown flag is an error (2).
 The model is a local folder or an ORG/NAME id in the Hugging Face cache; the network is
 never used. Exit status: 0 fits, 1 does not fit, 2 cannot tell or bad input.
 Example: vllm-triage plan --model fixtures/configs/llama-3.1-8b-instruct --gpu L4 --max-model-len 32768

@@ -1,14 +1,18 @@
 """The `vllm serve` flags a plan reads, from the plan's own arguments or a whole command line.
 
 Accepts `--flag value`, `--flag=value`, underscores for dashes, the short forms vLLM has
-(`-tp`, `-pp`, `-q`), and lengths like `32k`. Flags that do not change memory are
-ignored but listed, so the user sees what was not taken into account.
+(`-tp`, `-pp`, `-q`), and lengths like `32k`. Real `vllm serve` flags that do not change
+memory (vllm_serve_flags.txt) are ignored but listed, so the user sees what was not taken into
+account; any other flag is a usage error, so a typo never answers FITS.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 
 from triage.errors import UsageError
 from triage.units import parse_size
@@ -112,6 +116,7 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
             if known or not tokens[i].startswith("-"):
                 value, i = tokens[i], i + 1
         if not known:
+            _check_serve_flag(tok, name)
             flags.ignored.append(tok if value is None else f"{tok} {value}")
             continue
         _set(flags, name, value)
@@ -120,3 +125,20 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
     if flags.tp < 1 or flags.pp < 1:
         raise UsageError("--tensor-parallel-size and --pipeline-parallel-size must be at least 1")
     return flags
+
+
+@functools.lru_cache(maxsize=1)
+def serve_flags() -> frozenset[str]:
+    """The names (no dashes) of the flags `vllm serve` takes, from the packaged list."""
+    text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def _check_serve_flag(token: str, name: str) -> None:
+    """A flag neither the plan nor `vllm serve` knows is a typo: refused, with the nearest real one."""
+    if name in serve_flags() or name.startswith("no-") and name[3:] in serve_flags():
+        return
+    known = sorted(serve_flags() | set(_INT) | set(_FLOAT) | set(_STR) | set(_BOOL))
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    hint = f" (did you mean --{near[0]}?)" if near else ""
+    raise UsageError(f"unknown flag {token.partition('=')[0]}: neither plan nor `vllm serve` takes it{hint}")

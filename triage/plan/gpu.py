@@ -74,6 +74,19 @@ def from_name(name: str) -> Gpu:
     raise UsageError(f"unknown --gpu {name!r}; known cards: {known} (or give --gpu-memory SIZE)")
 
 
+def card_for(name: str, smi_total: int) -> tuple[str, float] | None:
+    """The table's card that nvidia-smi names (`NVIDIA L4`, `NVIDIA H100 80GB HBM3`), when its
+    CUDA total is just under nvidia-smi's (the driver keeps up to ~1.5 GiB); else None."""
+    key = f"-{_key(name)}-"
+    best: tuple[str, float] | None = None
+    for card, (size, aliases) in CARDS.items():
+        named = any(f"-{alias}-" in key for alias in (card.lower(), *aliases))
+        gap = smi_total - size * GiB
+        if named and 0 <= gap <= 1.5 * GiB and (best is None or size > best[1]):
+            best = (card, size)
+    return best
+
+
 def from_nvidia_smi(path: str, devices: int) -> Gpu:
     """The first `devices` GPUs nvidia-smi lists: the smallest total and free among them."""
     from triage.model import events as ev
@@ -97,11 +110,18 @@ def from_nvidia_smi(path: str, devices: int) -> Gpu:
     used = gpus[:max(1, devices)]
     total = min(g.total for g in used)
     frees = [g.free for g in used if g.free is not None]
-    gpu = Gpu(name=used[0].name or "GPU", total_bytes=total, count=len(gpus), free_bytes=min(frees) if frees else None,
-              source=f"nvidia-smi ({path}), {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} listed")
+    card = card_for(used[0].name or "", total)
+    source = f"nvidia-smi ({path}), {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} listed"
+    if card is not None:  # the same total as --gpu CARD: what CUDA hands out, not nvidia-smi's figure
+        name, size = card
+        source += f"; total as CUDA reports a {name}: {size:.2f} GiB (nvidia-smi says {total / GiB:.2f} GiB)"
+        total = int(size * GiB)
+    gpu = Gpu(name=used[0].name or "GPU", total_bytes=total, count=len(gpus),
+              free_bytes=min(min(frees), total) if frees else None, source=source)
     others = sum(p.bytes for p in procs if p.gpu is None or p.gpu < len(used))
     gpu.other_processes_bytes = others or None
-    gpu.notes.append("nvidia-smi's total counts memory CUDA does not hand out; vLLM's total is a little smaller")
+    if card is None:
+        gpu.notes.append("nvidia-smi's total counts memory CUDA does not hand out; vLLM's total is a little smaller")
     if len(gpus) < devices:
         gpu.notes.append(f"the launch needs {devices} GPUs but nvidia-smi lists {len(gpus)}")
     return gpu

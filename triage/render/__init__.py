@@ -13,16 +13,16 @@ Joiner = Callable[[list[str]], str]
 
 def _joiners() -> dict[str, Joiner]:
     """How the reports of several logs become one output (the default: a blank line between)."""
-    from triage.render import junit, slack
+    from triage.render import gitlab, junit, slack
 
-    return {"github": "".join, "junit": junit.join, "slack": slack.join}
+    return {"github": "".join, "junit": junit.join, "slack": slack.join, "gitlab": gitlab.join}
 
 
-FORMATS = ("terminal", "json", "markdown", "github", "junit", "slack")
+FORMATS = ("terminal", "json", "markdown", "github", "junit", "slack", "gitlab")
 _MODULES = {"json": "json_format"}
 # Formats whose text is a syntax (JSON, XML): the pipeline already redacted every string of the
 # report, and a regex pass over the encoded text could cut through a quote and break the syntax.
-STRUCTURED = frozenset({"json", "junit", "slack"})
+STRUCTURED = frozenset({"json", "junit", "slack", "gitlab"})
 
 
 def get(name: str) -> Renderer:
@@ -41,6 +41,6 @@ def render(report: Report, fmt: str, **options) -> str:
 
 def join(chunks: list[str], fmt: str) -> str:
     """Join the rendered reports of several logs into one document of that format."""
-    if fmt not in ("github", "junit", "slack"):
+    if fmt not in ("github", "junit", "slack", "gitlab"):
         return "\n".join(chunks)
     return _joiners()[fmt](chunks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.model.report import Remedy, Report
+from triage.model.report import Diagnosis, Remedy, Report
 from triage.units import gib
 
 FACT_LABELS = (
@@ -49,6 +49,27 @@ def command_line(remedy: Remedy) -> str:
     return " ".join(x for x in (env, flags) if x)
 
 
+def best_remedy(diagnosis: Diagnosis) -> Remedy | None:
+    """The remedy a one-line answer may name ("Fix:", `-q`, Slack's text), or None.
+
+    The first whose flags the memory model checked and found to fit; else, when no remedy
+    was checked, the first whose command is complete (no `<placeholder>` left for the user
+    to fill, which would be a guess for this GPU). A remedy checked as "cannot tell" is never
+    offered as the fix: the full report lists it with its caveat.
+    """
+    commands = [r for r in diagnosis.remedies if command_line(r)]
+    fitting = [r for r in commands if r.check is not None and r.check.verdict == "fits"]
+    if fitting:
+        return fitting[0]
+    if any(r.check is not None for r in commands):
+        return next((r for r in commands if r.check is None and not r.flags and _complete(r)), None)
+    return next((r for r in commands if _complete(r)), None)
+
+
+def _complete(remedy: Remedy) -> bool:
+    return "<" not in command_line(remedy) and "..." not in command_line(remedy)
+
+
 def facts_line(report: Report) -> list[tuple[str, str]]:
     out = []
     for key, label, fmt in FACT_LABELS:
@@ -65,11 +86,14 @@ def one_line(report: Report) -> str:
     name = report.input.name
     if report.diagnoses:
         top = report.diagnoses[0]
-        cmd = next((command_line(r) for r in top.remedies if command_line(r)), "")
+        best = best_remedy(top)
+        cmd = command_line(best) if best else ""
         more = f" (+{len(report.diagnoses) - 1} more)" if len(report.diagnoses) > 1 else ""
         line = report.failure.line if report.failure else None
         at = f" at line {line}" if line else ""
-        text = f"{name}: failed{at}: {top.id} ({top.confidence:.2f}){more}: {top.title}"
+        state = f"recovered (an earlier attempt failed{at})" if report.outcome == "recovered" \
+            else f"{report.outcome}{at}"
+        text = f"{name}: {state}: {top.id} ({top.confidence:.2f}){more}: {top.title}"
         return " ".join((text + (f"; try: {cmd}" if cmd else "")).split())
     if report.outcome == "failed":
         at = f" at line {report.failure.line}" if report.failure else ""

@@ -11,7 +11,7 @@ causes folded into it), then one that counts the rest. The Markdown job summary
 from __future__ import annotations
 
 from triage.model.report import Diagnosis, Report
-from triage.render.common import command_line, headline
+from triage.render.common import best_remedy, command_line, headline
 
 MESSAGE_CHARS = 1500  # an annotation is a glance; the job summary holds the full report
 NO_FILE_NAMES = ("<stdin>", "-", "")
@@ -109,13 +109,13 @@ def _summary(report: Report, diagnosis: Diagnosis) -> str:
 
     Only the explanation is shortened to fit, so the flags always survive."""
     head = _clip(f"{headline(report)}. [{diagnosis.id}, confidence {diagnosis.confidence:.2f}]", MESSAGE_CHARS // 4)
-    commands = [(command_line(r), r.text) for r in diagnosis.remedies if command_line(r)]
+    best = best_remedy(diagnosis)
+    others = [command_line(r) for r in diagnosis.remedies if command_line(r) and r is not best]
     fixes = []
-    if commands:
-        cmd, why = commands[0]
-        fixes.append(f"Fix: {cmd}" + (f" — {why}." if why else "."))
-    if len(commands) > 1:
-        fixes.append("Alternatives: " + "; ".join(cmd for cmd, _ in commands[1:]))
+    if best is not None:
+        fixes.append(f"Fix: {command_line(best)}" + (f" — {best.text}." if best.text else "."))
+    if others:
+        fixes.append(("Alternatives: " if best is not None else "Options: ") + "; ".join(others))
     tail = _clip(" ".join(fixes), MESSAGE_CHARS // 2)
     budget = MESSAGE_CHARS - len(head) - len(tail) - 2
     why = _clip(diagnosis.explanation, budget) if diagnosis.explanation and budget > 20 else ""

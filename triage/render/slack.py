@@ -11,7 +11,7 @@ import json
 
 from triage.version import __version__
 from triage.model.report import Diagnosis, Report
-from triage.render.common import command_line, headline
+from triage.render.common import best_remedy, command_line, headline
 
 HEADER_CHARS = 150
 SECTION_CHARS = 3000
@@ -126,6 +126,6 @@ def _fallback(report: Report) -> str:
     text = headline(report)
     if report.diagnoses:
         d = report.diagnoses[0]
-        cmds = [command_line(r) for r in d.remedies if command_line(r)]
-        text += f": {d.title}" + (f". Try {cmds[0]}" if cmds else "")
+        best = best_remedy(d)
+        text += f": {d.title}" + (f". Try {command_line(best)}" if best else "")
     return clip(escape(text), FALLBACK_CHARS)

@@ -38,7 +38,11 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
     """`vllm-triage run [--log FILE] [--format F] [--output FILE] -- CMD ...`: the child's exit code."""
     args, cmd = _parse_run(argv)
-    rules = load_rules()
+    rules = load_rules(args.rules)
+    if args.no_redact:
+        from triage.apps.output import NO_REDACT_WARNING
+
+        stderr.write(NO_REDACT_WARNING)
     log = _open_log(args.log)
     name = args.log if args.log else f"output of {os.path.basename(cmd[0])}"
     printed = False
@@ -50,7 +54,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
                 log.close()
             stderr.write(f"vllm-triage: cannot run {cmd[0]}: {exc.strerror or exc}\n")
             return 127 if isinstance(exc, FileNotFoundError) else 126
-        watch = Watch(name, Options(max_bytes=args.max_bytes), rules)
+        watch = Watch(name, Options(redact=not args.no_redact, extra_rules=args.rules, max_bytes=args.max_bytes), rules)
         pump = _Pump(proc, _sink(stdout), log, watch.feed)
         forwarder.attach(proc.pid)
         while proc.poll() is None:
@@ -67,7 +71,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
                     exit_code=None if forwarder.count else code)
     if pump.log_error:
         stderr.write(f"vllm-triage: could not write {args.log}: {pump.log_error}\n")
-    return 128 - code if code < 0 else code
+    return 0 if args.exit_zero else 128 - code if code < 0 else code
 
 
 def _parse_run(argv: list[str]):
@@ -78,10 +82,10 @@ def _parse_run(argv: list[str]):
         opts, cmd = [], argv
     else:
         opts, cmd = argv, []
-    from triage.apps.conventions import size_arg
+    from triage.apps.conventions import size_arg, width_arg
     from triage.render import FORMATS
 
-    p = ArgParser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] -- CMD [ARGS ...]",
+    p = ArgParser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] [-q] [options] -- CMD [ARGS ...]",
                 description="Run a vLLM server, pass its output through, and "
                 "explain a failed startup on stderr. Exits with the command's exit code.")
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
@@ -90,6 +94,16 @@ def _parse_run(argv: list[str]):
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stderr ('-': stderr)")
     p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
                    help="stop analysing after this much output (e.g. 20MiB); all of it is still passed through")
+    p.add_argument("-q", "--quiet", action="store_true", help="the report as one line (files still get it whole)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 whatever the command's exit code "
+                   "(a command that cannot be started still exits 126 or 127)")
+    p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
+                   help="add a rule pack (or a folder of them) to the built-in ones")
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
+    p.add_argument("--no-redact", action="store_true",
+                   help="show secrets found in the output (local use only: never paste such a report)")
     args = p.parse_args(opts)
     args.output = None if args.output == "-" else args.output
     if not cmd:
@@ -133,9 +147,12 @@ def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report],
         report = report.model_copy(update={"notes": [*report.notes, note]})
     if only_if is None or only_if(report):
         stderr.flush()
-        emit(report, args.format, args.output, stderr)
+        fmt = "quiet" if args.quiet and args.output is None else args.format
+        emit(report, fmt, args.output, stderr, not args.no_redact, args.color, args.width)
         if args.output:
             stderr.write(f"vllm-triage: report written to {args.output}\n")
+            if args.quiet:
+                emit(report, "quiet", None, stderr)
     return True
 
 

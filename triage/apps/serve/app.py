@@ -20,7 +20,7 @@ from triage import __version__
 from triage.diagnose.redact import redact_text
 from triage.apps.serve import openapi, page
 from triage.apps.serve.limits import ACCEPTED, MEDIA, SLACK_MAX_BYTES, ApiError, ServerConfig
-from triage.apps.serve.requests import check_length, media_type, parse_json_body, pick_format
+from triage.apps.serve.requests import check_length, clean_name, media_type, parse_json_body, pick_format
 from triage.apps.serve.service import Service
 from triage.apps.serve.slack import slack_answer, slack_headers_problem, verify_slack
 from triage.apps.serve.workers import WorkerPool
@@ -48,6 +48,15 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok", "version": __version__}
 
 
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus text exposition; behind the bearer token when the server has one."""
+    from triage.apps.serve.metrics import CONTENT_TYPE
+
+    _authorize(request)
+    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE, headers=NO_STORE)
+
+
 @router.get("/v1/rules")
 async def rules(request: Request) -> dict[str, list[dict[str, str]]]:
     _authorize(request)
@@ -73,14 +82,26 @@ async def triage(request: Request) -> Response:
                        'as application/json {"log": ...} or as a multipart/form-data upload (field \'file\')')
     query = request.query_params.get("format")
     pick_format(query, None, None)
+    given_name = _query_name(request)
     check_length(request.headers, service.config.max_bytes)
     deadline = time.monotonic() + service.config.timeout
     data, field, name = await _read_log(service, request, ctype, deadline)
     fmt = pick_format(query, field, request.headers.get("accept"))
     if not data.strip():
         raise ApiError(400, "the body is empty: send a vLLM startup log")
-    text = await service.analyse(request.receive, data, name, fmt, deadline)
+    text = await service.analyse(request.receive, data, given_name or name, fmt, deadline)
+    request.app.state.metrics.report(text)
     return Response(text, media_type=MEDIA[fmt], headers=NO_STORE)
+
+
+def _query_name(request: Request) -> str | None:
+    """`?name=` names the log in the report (it wins over the body's); an empty one is refused."""
+    if "name" not in request.query_params:
+        return None
+    name = clean_name(request.query_params["name"], "")
+    if not name:
+        raise ApiError(400, "?name= is empty: give the log's file name, or leave the parameter out")
+    return name
 
 
 @router.post("/v1/slack/command")
@@ -104,7 +125,9 @@ async def slack(request: Request) -> Response:
         raise ApiError(401, problem)
 
     async def analyse(text: bytes) -> str:
-        return await service.analyse(request.receive, text, "slack.log", "slack", deadline)
+        answer = await service.analyse(request.receive, text, "slack.log", "slack", deadline)
+        request.app.state.metrics.report(answer)
+        return answer
 
     return JSONResponse(await slack_answer(body, analyse), headers=NO_STORE)
 
@@ -148,7 +171,9 @@ def create_app(config: ServerConfig, pool: WorkerPool | None = None) -> FastAPI:
     app = FastAPI(title="vllm-triage", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.openapi = openapi.build  # type: ignore[method-assign]
     app.state.service = service
+    app.state.metrics = _metrics(service)
     app.add_middleware(AccessLog)
+    app.add_middleware(lambda app, metrics: metrics.middleware(app), metrics=app.state.metrics)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)
@@ -164,6 +189,12 @@ def logged_path(scope) -> str:
     escape into the operator's log; the raw one cannot, whatever the request holds."""
     raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
     return "".join(chr(b) if 0x21 <= b <= 0x7E and b != 0x5C else f"\\x{b:02x}" for b in raw[:600])
+
+
+def _metrics(service: Service):
+    from triage.apps.serve.metrics import Metrics
+
+    return Metrics(service.pool)
 
 
 class AccessLog:

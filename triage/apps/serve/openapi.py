@@ -82,7 +82,10 @@ def _triage() -> dict[str, Any]:
                       "text/markdown": {"schema": {"type": "string"}}}}
     return {"summary": "Diagnose a startup log", "operationId": "triage", "security": [{"bearer": []}],
             "parameters": [{"name": "format", "in": "query", "required": False,
-                            "schema": {"type": "string", "enum": list(FORMATS)}}],
+                            "schema": {"type": "string", "enum": list(FORMATS)}},
+                           {"name": "name", "in": "query", "required": False, "schema": {"type": "string"},
+                            "description": "the log's name in the report (wins over the body's); an empty "
+                                           "one is refused (400)"}],
             "requestBody": TRIAGE_BODY, "responses": {"200": ok, **_errors(TRIAGE_STATUSES)}}
 
 
@@ -93,6 +96,12 @@ def _paths() -> dict[str, Any]:
         "/v1/rules": {"get": {"summary": "The loaded rules", "operationId": "rules", "security": [{"bearer": []}],
                               "responses": {"200": _json(_ref("RuleList"), "id, cause and title of each rule"),
                                             **_errors(RULES_STATUSES)}}},
+        "/metrics": {"get": {"summary": "Prometheus metrics: requests by route and status, reports by outcome "
+                                        "and cause, latencies, worker restarts, rejected bodies",
+                             "operationId": "metrics", "security": [{"bearer": []}],
+                             "responses": {"200": {"description": "Prometheus text exposition format 0.0.4",
+                                                   "content": {"text/plain": {"schema": {"type": "string"}}}},
+                                           **_errors(RULES_STATUSES)}}},
         "/v1/triage": {"post": _triage()},
         "/v1/slack/command": {"post": {
             "summary": "Slack slash command (signed by Slack)", "operationId": "slackCommand",

@@ -14,6 +14,7 @@ FILES = {  # URL path -> (file in static/, media type)
     "/": ("index.html", "text/html; charset=utf-8"),
     "/docs": ("docs.html", "text/html; charset=utf-8"),
     "/static/page.js": ("page.js", "text/javascript; charset=utf-8"),
+    "/static/report_view.js": ("report_view.js", "text/javascript; charset=utf-8"),
     "/static/docs.js": ("docs.js", "text/javascript; charset=utf-8"),
     "/static/page.css": ("page.css", "text/css; charset=utf-8"),
 }

@@ -118,6 +118,7 @@ class WorkerPool:
         self._busy: set[_Worker] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self.restarts = 0  # workers replaced (killed or dead): the server's metrics read it
         workers = [self._spawn() for _ in range(size)]  # all start at once, then each is awaited
         for worker in workers:
             if not worker.wait_ready(START_SECONDS):
@@ -193,6 +194,7 @@ class WorkerPool:
         replaces it in turn, so the pool never shrinks."""
         worker.stop()
         with self._lock:
+            self.restarts += 1  # for the server's metrics
             self._all.discard(worker)
             if self._closed:
                 return worker

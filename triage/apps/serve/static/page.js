@@ -1,10 +1,14 @@
-// The paste page: posts the log to /v1/triage and shows the Markdown report as HTML.
-// Every piece of the report is inserted with textContent (never as HTML): a log can hold
-// anything, <script> included. The token lives in this closure only: no cookie, no storage.
+// The paste page: posts the log to /v1/triage and shows the JSON report (report_view.js reads
+// it; this file builds the DOM). Every piece of the report is inserted with textContent
+// (never as HTML): a log can hold anything, <script> included. The Markdown for "Copy as
+// Markdown" is the server's own, asked for once the report is shown. The token lives in this
+// closure only: no cookie, no storage.
 "use strict";
 (() => {
+  const View = globalThis.ReportView;
   let token = "";
-  let markdown = "";
+  let report = null;
+  let markdown = null; // a promise of the server's Markdown for the last log
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, cls) => {
     const node = document.createElement(tag);
@@ -39,110 +43,91 @@
     return button;
   }
 
-  // `code` spans and **bold** of one Markdown line, as nodes; commands get a copy button.
-  function inline(parent, text, copyCode) {
-    for (const piece of text.split(/(`[^`]*`|\*\*[^*]+\*\*)/)) {
-      if (piece.startsWith("`") && piece.endsWith("`") && piece.length > 1) {
-        const code = piece.slice(1, -1);
-        parent.appendChild(el("code", code));
-        if (copyCode) parent.appendChild(copyButton(code, "command"));
-      } else if (piece.startsWith("**") && piece.endsWith("**") && piece.length > 3) {
-        parent.appendChild(el("strong", piece.slice(2, -2)));
-      } else if (piece) {
-        parent.appendChild(document.createTextNode(piece));
-      }
-    }
+  // A block of text with its copy button in a bar above it: the button never covers the text.
+  function block(text, what, summary) {
+    const box = el("div", undefined, "block");
+    const bar = el("div", undefined, "bar");
+    if (summary) bar.appendChild(el("span", summary, "muted"));
+    bar.appendChild(copyButton(text, what));
+    const pre = el("pre");
+    pre.appendChild(el("code", text));
+    box.append(bar, pre);
+    return box;
   }
 
-  function cells(line) {
-    return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
-  }
-
-  // The subset of Markdown the report uses: headings, fences, lists, tables, quotes, <details>.
-  function render(text) {
-    const root = el("div");
-    const stack = [root];
-    const top = () => stack[stack.length - 1];
-    const lines = text.split("\n");
-    let list = null;
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (!line.startsWith("- ")) list = null;
-      if (line.startsWith("```")) {
-        const body = [];
-        for (i++; i < lines.length && !lines[i].startsWith("```"); i++) body.push(lines[i]);
-        const block = el("div", undefined, "block");
-        const pre = el("pre");
-        pre.appendChild(el("code", body.join("\n")));
-        block.append(pre, copyButton(body.join("\n"), "block"));
-        top().appendChild(block);
-      } else if (line.startsWith("### ")) {
-        top().appendChild(el("h3", line.slice(4)));
-      } else if (line.startsWith("## ")) {
-        top().appendChild(el("h2", line.slice(3)));
-      } else if (/^<details><summary>.*<\/summary>$/.test(line)) {
-        const details = el("details");
-        details.appendChild(el("summary", line.replace(/^<details><summary>/, "").replace(/<\/summary>$/, "")));
-        top().appendChild(details);
-        stack.push(details);
-      } else if (line === "</details>") {
-        if (stack.length > 1) stack.pop();
-      } else if (line.startsWith("- ")) {
-        if (!list) { list = el("ul"); top().appendChild(list); }
+  function diagnosis(d, i) {
+    const part = el("section", undefined, "diagnosis");
+    const head = el("h3", `${i + 1}. ${d.id}`);
+    head.appendChild(el("span", ` confidence ${d.confidence.toFixed(2)}`, "muted"));
+    part.append(head, el("p", d.title, "title"));
+    if (d.explanation) part.appendChild(el("p", d.explanation));
+    if ((d.remedies || []).length) {
+      part.appendChild(el("h4", "What to change"));
+      const list = el("ul");
+      for (const r of d.remedies) {
         const item = el("li");
-        inline(item, line.slice(2), true);
-        list.appendChild(item);
-      } else if (line.startsWith("|")) {
-        const table = el("table");
-        const head = cells(line);
-        const row = el("tr");
-        head.forEach((c) => row.appendChild(el("th", c)));
-        table.appendChild(row);
-        for (; i + 1 < lines.length && lines[i + 1].startsWith("|"); i++) {
-          if (/^\|[-| ]+\|$/.test(lines[i + 1])) continue;
-          const tr = el("tr");
-          cells(lines[i + 1]).forEach((c) => tr.appendChild(el("td", c)));
-          table.appendChild(tr);
+        const cmd = View.command(r);
+        if (cmd) {
+          const line = el("div", undefined, "command");
+          line.append(el("code", cmd), copyButton(cmd, "command"));
+          item.appendChild(line);
         }
-        top().appendChild(table);
-      } else if (line.startsWith("> ")) {
-        top().appendChild(el("blockquote", line.slice(2)));
-      } else if (line.trim()) {
-        const p = el("p");
-        inline(p, line, false);
-        top().appendChild(p);
+        item.appendChild(el("span", r.text));
+        if (r.check && r.check.text) item.appendChild(el("span", ` (checked: ${r.check.text})`, "muted"));
+        list.appendChild(item);
       }
+      part.appendChild(list);
     }
+    if ((d.evidence || []).length) {
+      const details = el("details");
+      details.appendChild(el("summary", "Evidence"));
+      const width = Math.max(...d.evidence.map((e) => String(e.line).length));
+      const text = d.evidence.map((e) => `${String(e.line).padStart(width)} | ${e.text}`).join("\n");
+      details.appendChild(block(text, "evidence"));
+      part.appendChild(details);
+    }
+    return part;
+  }
+
+  function render(r) {
+    const root = el("div");
+    root.append(el("h2", `vllm-triage: ${r.outcome}`), el("p", View.headline(r), "headline"));
+    (r.diagnoses || []).forEach((d, i) => root.appendChild(diagnosis(d, i)));
+    if (!(r.diagnoses || []).length && r.outcome === "failed" && r.failure) {
+      root.appendChild(el("p", "No known cause matched. The failure:"));
+      root.appendChild(block(r.failure.message, "failure"));
+    }
+    const rows = View.facts(r);
+    if (rows.length) {
+      const table = el("table", undefined, "facts");
+      const head = el("tr");
+      head.append(el("th", "fact"), el("th", "value"));
+      table.appendChild(head);
+      for (const [label, value] of rows) {
+        const tr = el("tr");
+        tr.append(el("td", label), el("td", value));
+        table.appendChild(tr);
+      }
+      root.appendChild(table);
+    }
+    for (const note of r.notes || []) root.appendChild(el("blockquote", note));
     return root;
   }
 
-  // Slack's mrkdwn: *bold* headings, no HTML, table rows as "name: value".
-  function forSlack(text) {
-    const out = [];
-    let fenced = false;
-    for (const line of text.split("\n")) {
-      if (line.startsWith("```")) fenced = !fenced;
-      if (fenced || line.startsWith("```")) { out.push(line); continue; }
-      if (/^<\/?details>|^<details>/.test(line) || /^\|[-| ]+\|$/.test(line) || line === "| fact | value |") continue;
-      if (/^#{2,3} /.test(line)) { out.push(`*${line.replace(/^#+ /, "")}*`); continue; }
-      if (line.startsWith("|")) { out.push(cells(line).join(": ")); continue; }
-      out.push(line.replace(/\*\*([^*]+)\*\*/g, "*$1*").replace(/^- /, "• "));
-    }
-    return out.join("\n").replace(/\n{3,}/g, "\n\n");
-  }
-
-  async function analyse(body, contentType) {
-    const typed = $("token").value.trim();
-    if (typed) { token = typed; $("token").value = ""; }
-    const headers = { Accept: "text/markdown" };
+  async function post(body, contentType, format) {
+    const headers = { Accept: format === "markdown" ? "text/markdown" : "application/json" };
     if (contentType) headers["Content-Type"] = contentType;
     if (token) headers.Authorization = `Bearer ${token}`;
+    return fetch(`/v1/triage?format=${format}`, { method: "POST", headers, body, credentials: "omit", cache: "no-store" });
+  }
+
+  async function analyse(makeBody, contentType) {
+    const typed = $("token").value.trim();
+    if (typed) { token = typed; $("token").value = ""; }
     say("analysing…");
     $("go").disabled = true;
     try {
-      const response = await fetch("/v1/triage?format=markdown", {
-        method: "POST", headers, body, credentials: "omit", cache: "no-store",
-      });
+      const response = await post(makeBody(), contentType, "json");
       const text = await response.text();
       if (!response.ok) {
         let message = text;
@@ -152,10 +137,11 @@
         return;
       }
       $("token-state").textContent = token ? "token kept for this tab" : "";
-      markdown = text;
-      $("report").replaceChildren(render(text));
+      report = JSON.parse(text);
+      $("report").replaceChildren(render(report));
       $("result").hidden = false;
       say("done");
+      markdown = post(makeBody(), contentType, "markdown").then((r) => (r.ok ? r.text() : null)).catch(() => null);
     } catch (err) {
       say(`the request failed: ${err.message}`, true);
     } finally {
@@ -164,16 +150,14 @@
   }
 
   function sendFile(file) {
-    const form = new FormData();
-    form.append("file", file, file.name);
-    analyse(form, null);
+    analyse(() => { const form = new FormData(); form.append("file", file, file.name); return form; }, null);
   }
 
   document.addEventListener("DOMContentLoaded", () => {
     $("go").addEventListener("click", () => {
       const text = $("log").value;
       if (!text.trim()) { say("paste a log first", true); return; }
-      analyse(text, "text/plain; charset=utf-8");
+      analyse(() => text, "text/plain; charset=utf-8");
     });
     $("file").addEventListener("change", () => { if ($("file").files[0]) sendFile($("file").files[0]); });
     const drop = $("drop");
@@ -184,7 +168,10 @@
       drop.classList.remove("over");
       if (e.dataTransfer.files[0]) sendFile(e.dataTransfer.files[0]);
     });
-    $("copy-md").addEventListener("click", () => copy(markdown, "Markdown"));
-    $("copy-slack").addEventListener("click", () => copy(forSlack(markdown), "Slack text"));
+    $("copy-md").addEventListener("click", async () => {
+      const text = markdown && await markdown;
+      if (text) copy(text, "Markdown"); else say("the Markdown report is not available", true);
+    });
+    $("copy-slack").addEventListener("click", () => { if (report) copy(View.slack(report), "Slack text"); });
   });
 })();
