@@ -251,6 +251,9 @@ def _line_by_line(monkeypatch, log: Path) -> None:
     lines = log.read_bytes().splitlines(keepends=True)
 
     class LineTail:
+        fifo = ended = False  # a regular file: the FIFO's end and "no input" do not apply
+        received = True
+
         def __init__(self, path: str) -> None:
             self.left = list(lines)
 

@@ -128,9 +128,13 @@ def test_paste_a_log_get_the_cause_on_screen(page):
     assert page.evaluate("localStorage.length + sessionStorage.length") == 0
     assert page.evaluate("document.cookie") == ""
     assert page.locator("#report li button.copy").count() >= 1  # remedy commands are copyable
-    page.click("#copy-md")
+    page.click("#copy-md")  # the Markdown comes from a second request: wait for the page to say it copied
+    from playwright.sync_api import expect
+
+    expect(page.locator("#status")).to_have_text("Markdown copied")
     assert page.evaluate("navigator.clipboard.readText()").startswith("## vllm-triage: failed")
     page.click("#copy-slack")
+    expect(page.locator("#status")).to_have_text("Slack text copied")
     slack = page.evaluate("navigator.clipboard.readText()")
     assert slack.startswith("*vllm-triage: failed*") and "<details>" not in slack and "## " not in slack
 
@@ -187,6 +191,9 @@ def test_the_report_is_rendered_from_json_with_nothing_to_unescape(page, tmp_pat
                      or box["y"] >= other["y"] + other["height"] or box["y"] + box["height"] <= other["y"])
             assert apart, "a copy button covers the text it copies"
     page.click("#copy-slack")
+    from playwright.sync_api import expect
+
+    expect(page.locator("#status")).to_have_text("Slack text copied")
     slack = page.evaluate("navigator.clipboard.readText()")
     assert "\\" not in slack and expected_ids(LOG)[0] in slack
     page.locator("#report details").first.evaluate("d => d.open = true")
