@@ -8,6 +8,7 @@ Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyT
 from __future__ import annotations
 
 import re
+from triage.escapes import strip_escapes
 from triage.patterns import LazyPattern
 from triage.records import Record
 
@@ -15,15 +16,6 @@ LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Patterns behind a cheap test (a first character, a substring) that most logs never pass
 # are compiled on first use (LazyPattern); the ones most lines reach are compiled here.
 
-_ANSI = LazyPattern(
-    r"\x1b\[[0-9;?]*[A-Za-z]"  # real escapes
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC titles
-    r"|\^\[\[[0-9;]*[A-Za-z]"  # pasted caret form ^[[0;36m
-    r"|(?:#033|\\033|\\x1b|\\e|\\u001b)\[[0-9;]*[A-Za-z]"  # escaped forms
-    r"|\[\d{1,3}(?:;\d{1,3})*m"  # the ESC byte lost: [1;36m ... [0;0m
-)
-
-_BRACKET_DIGIT = re.compile(r"\[\d")
 
 
 class Line(Record, kw_only=False):
@@ -103,12 +95,7 @@ REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
 
 def strip_ansi(text: str) -> str:
     """Remove colour codes in every form a log can carry them (raw, pasted, escaped, half-lost)."""
-    if "[" not in text:
-        return text
-    if "\x1b" not in text and "^[[" not in text and "033[" not in text and "x1b[" not in text \
-            and "\\e[" not in text and "u001b[" not in text and not _BRACKET_DIGIT.search(text):
-        return text  # none of the forms _ANSI removes (checked cheaply: this runs on long lines)
-    return _ANSI.sub("", text)
+    return strip_escapes(text)
 
 
 def peel(raw: str, no: int) -> Line:
