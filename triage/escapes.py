@@ -41,39 +41,46 @@ def strip_escapes(text: str) -> str:
 
 
 class Stripped:
-    """A text with its escape sequences removed, and where each kept piece came from.
-
-    `pieces` lists (start in the stripped text, start in the original) of each run of kept
-    characters, in order: an index of the stripped text maps to the original in O(log n).
+    """A text with each escape sequence replaced by `sep` ("" removes it; " " keeps a word
+    boundary there), and where each piece came from: an index of the new text maps to the
+    original in O(log n).
     """
 
-    __slots__ = ("original", "text", "_starts", "_origins")
+    __slots__ = ("original", "text", "_starts", "_origins", "_escape")
 
-    def __init__(self, original: str) -> None:
+    def __init__(self, original: str, sep: str = "") -> None:
         self.original = original
-        kept, starts, origins, at, size = [], [], [], 0, 0
+        kept: list[str] = []
+        starts: list[int] = []  # where each piece starts in the new text
+        origins: list[int] = []  # and in the original
+        escape: list[int] = []  # the length of the escape a `sep` piece stands for (0: kept text)
+        at = size = 0
         for m in ANSI.finditer(original) if may_hold_escape(original) else ():
             if m.start() > at:
-                starts.append(size)
-                origins.append(at)
-                kept.append(original[at:m.start()])
+                starts.append(size), origins.append(at), escape.append(0), kept.append(original[at:m.start()])
                 size += m.start() - at
+            if sep:
+                starts.append(size), origins.append(m.start()), escape.append(m.end() - m.start()), kept.append(sep)
+                size += 1
             at = m.end()
         if at < len(original):
-            starts.append(size)
-            origins.append(at)
-            kept.append(original[at:])
+            starts.append(size), origins.append(at), escape.append(0), kept.append(original[at:])
         self.text = "".join(kept)
-        self._starts, self._origins = starts, origins
+        self._starts, self._origins, self._escape = starts, origins, escape
 
     @property
     def changed(self) -> bool:
-        return len(self.text) != len(self.original)
+        return self.text != self.original
 
     def origin(self, i: int) -> int:
-        """The index in the original text of the stripped text's character `i`."""
+        """The index in the original text of the new text's character `i`."""
         k = bisect.bisect_right(self._starts, i) - 1
-        return self._origins[k] + i - self._starts[k]
+        return self._origins[k] + (i - self._starts[k] if not self._escape[k] else 0)
+
+    def origin_end(self, i: int) -> int:
+        """Where the original text of the new text's character `i` ends."""
+        k = bisect.bisect_right(self._starts, i) - 1
+        return self._origins[k] + self._escape[k] if self._escape[k] else self._origins[k] + i - self._starts[k] + 1
 
     def restore(self, spans: list[tuple[int, int, str]]) -> str:
         """The original text with each stripped-text span (start, end, new text) replaced:
@@ -81,7 +88,7 @@ class Stripped:
         out, at = [], 0
         for start, end, new in spans:
             if start < end:
-                first, last = self.origin(start), self.origin(end - 1) + 1
+                first, last = self.origin(start), self.origin_end(end - 1)
             else:  # an insertion: before the character at `start`, or at the end
                 first = last = self.origin(start) if start < len(self.text) else len(self.original)
             out.append(self.original[at:first])

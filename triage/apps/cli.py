@@ -160,8 +160,9 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     by their shape are masked there, so "VLLM_TRIAGE_TOKEN: set it" stays a sentence.
     """
     from triage.diagnose.redact import redact_shapes, redact_text
+    from triage.render.sanitise import clean
 
-    text = " ".join(message.split())
+    text = clean(" ".join(message.split()), name=True)
     if redact:
         text = redact_shapes(text) if own else redact_text(text)
     return f"vllm-triage: {text}\n"
@@ -243,7 +244,7 @@ def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool)
         to_tty = out is None and is_tty
         width = args.width or (terminal_width() if to_tty else 100)
         text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
-        write(text, out, stdout)
+        write(text, out, stdout, inputs=args.paths)
     if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
         from triage.render.step_summary import append_step_summary
 

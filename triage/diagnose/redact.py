@@ -270,14 +270,17 @@ def _through_escapes(text: str, scrub: Callable[[str], str]) -> str:
     scrubbed text is kept without its escapes (a report strips them anyway)."""
     if not may_hold_escape(text):
         return scrub(text)
-    bare = Stripped(text)
-    if not bare.changed:
-        return scrub(text)
-    clean = scrub(bare.text)
-    if clean == bare.text:
-        return scrub(text)
-    spans = changed_spans(bare.text, clean, MASK)
-    return clean if spans is None else bare.restore(spans)
+    for sep in ("", " "):  # joined (`to ESC[0m ken=`), then apart (`AKIA...ESC[1mhf_...`: two tokens)
+        view = Stripped(text, sep)
+        if not view.changed:
+            break
+        clean = scrub(view.text)
+        if clean != view.text:
+            spans = changed_spans(view.text, clean, MASK)
+            if spans is None:
+                return scrub(clean)  # the masks cannot be put back: the text without its escapes
+            text = view.restore(spans)
+    return scrub(text)
 
 
 def _shapes(text: str) -> str:
