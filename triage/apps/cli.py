@@ -149,6 +149,8 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
 
             traceback.print_exc(file=stderr)
         detail = f"internal error: {type(exc).__name__}: {str(exc)[:300]} (run with --traceback for details)"
+        if isinstance(exc, OSError) and exc.filename is not None:  # a path the system refused: the user's to fix
+            detail = f"cannot use {os.fsdecode(exc.filename)}: {exc.strerror or exc}"
         stderr.write(_error_line(detail, redact))
         return EXIT_ERROR
 
