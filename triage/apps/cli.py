@@ -100,7 +100,7 @@ def _triage_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a failure is found (errors stay 2)")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
                    help="add a rule pack (or a folder of them) to the built-in ones")
-    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (20 to 1000 columns)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
     p.add_argument("--no-redact", action="store_true",

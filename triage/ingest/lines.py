@@ -76,7 +76,10 @@ _NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceb
 # An editor's or grep tool's search results (Notepad++ "Find in Files", VS Code): `\tLine 57: `.
 _SEARCH_HIT = LazyPattern(r"[ \t]*Line \d{1,9}: ")
 # tmux/screen copy mode's position marker `[31/357]`, copied at the end of the screen's top line.
-_TMUX_MARK = LazyPattern(r"\s*\[(\d{1,7})/(\d{1,7})\]$")
+# Matched at the last `[` of the line's tail only: searched with a leading `\s*`, a line of
+# spaces ending in a near-marker (`[1/2 ]`) was tried from every offset (quadratic).
+_TMUX_MARK = LazyPattern(r"\[(\d{1,7})/(\d{1,7})\]$")
+TMUX_MARK_CHARS = 17  # `[` + 7 digits + `/` + 7 digits + `]`
 # PowerShell wraps a native command's first stderr line (`python.exe : <line>`) and follows it
 # with an error record: `At line:1 char:1`, `+ CategoryInfo : ...`, `+ FullyQualifiedErrorId : ...`.
 _PS_NATIVE = re.compile(r"(?:[\w.\-]+\.exe|python\d?|vllm|py) : (?=\S)")
@@ -123,7 +126,8 @@ def _strip_shapes(text: str) -> str:
     position marker at its end, PowerShell's native-command wrapper and error record (the
     record repeats a line already read: it states nothing)."""
     if text.endswith("]") and "/" in text[-16:]:
-        m = _TMUX_MARK.search(text)
+        at = text.rfind("[", max(0, len(text) - TMUX_MARK_CHARS))
+        m = _TMUX_MARK.match(text, at) if at >= 0 else None
         if m and int(m[1]) <= int(m[2]) and not text[: m.start()].rstrip().endswith("|"):
             text = text[: m.start()].rstrip()
     if text[:1] in (" ", "\t", "L"):
