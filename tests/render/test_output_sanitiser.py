@@ -104,3 +104,16 @@ def test_a_log_and_a_file_name_that_command_the_runner(tmp_path):
     assert main([str(tmp_path / "missing\n::warning::x\x1b[2J.log")], stdout=out, stderr=err) == 2
     assert err.getvalue().count("\n") == 1 and "\x1b" not in err.getvalue()
     assert_inert(err.getvalue(), "stderr")
+
+
+def test_a_rule_pack_s_words_are_inert_in_rules_list_and_explain(tmp_path):
+    """A pack is a stranger's text too: its title reaches `rules list`, `explain` and reports."""
+    pack = tmp_path / "hostile.yaml"
+    pack.write_text('schema: 1\nrules:\n  - id: hostile-title\n    cause: kv_cache_insufficient\n'
+                    '    title: "x\\e[2J\\u202e ##[stop-commands] ##vso[task.complete]"\n'
+                    '    when: {event: kv_needed}\n    explanation: "::warning::forged"\n', encoding="utf-8")
+    for argv in (["rules", "list", str(pack)], ["explain", "kv_cache_insufficient", "--rules", str(pack)]):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, stdout=out, stderr=err) == 0, err.getvalue()
+        assert "hostile-title" in out.getvalue()
+        assert_inert(out.getvalue(), "rules")

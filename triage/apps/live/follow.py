@@ -38,7 +38,9 @@ def follow_command(args, stdout: IO[str]) -> int:
             emit(report, fmt, out, stdout, options.redact, args.color, args.width)
     if healthy:
         where = f" (line {ready.line}: {ready.what.strip()!r})" if ready is not None else ""
-        stdout.write(f"vllm-triage: {report.input.name}: ready{where}\n")
+        from triage.render.sanitise import clean
+
+        stdout.write(clean(f"vllm-triage: {report.input.name}: ready{where}", name=True) + "\n")
         return 0
     return exit_code([report])
 
