@@ -21,7 +21,7 @@ ANSI = LazyPattern(
     r"|(?:#033|\\033|\\x1b|\\e|\\u001b)\[[0-9;]*[A-Za-z]"  # escaped forms
     r"|\[\d{1,3}(?:;\d{1,3})*m"  # the ESC byte lost: [1;36m ... [0;0m
 )
-_BRACKET_DIGIT = re.compile(r"\[\d")
+_ESCLESS = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")  # the last form of ANSI, alone: one C-level scan
 
 
 def may_hold_escape(text: str) -> bool:
@@ -32,7 +32,7 @@ def may_hold_escape(text: str) -> bool:
     if "[" not in text:
         return False
     return ("^[[" in text or "033[" in text or "x1b[" in text or "\\e[" in text
-            or "u001b[" in text or _BRACKET_DIGIT.search(text) is not None)
+            or "u001b[" in text or _ESCLESS.search(text) is not None)
 
 
 def strip_escapes(text: str) -> str:
