@@ -102,3 +102,26 @@ def test_the_step_summary_is_not_appended_through_a_link(folder, monkeypatch):
 def test_a_device_is_written_in_place(folder):
     code, _, err = cli([str(folder / "out" / "run.log"), "-o", os.devnull])
     assert code == 1 and err == "" and os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+
+
+def test_run_s_log_copy_is_not_written_through_a_link(folder):
+    import sys
+
+    log = folder / "out" / "child.log"
+    log.symlink_to(folder / "outside.txt")
+    code, _, err = cli(["run", "--log", str(log), "--", sys.executable, "-c", "print('hello')"])
+    _one_line_error(code, err, "symbolic link")
+    assert (folder / "outside.txt").read_text() == "keep me\n"
+
+
+def test_a_writable_report_in_a_folder_closed_to_new_files_is_written_in_place(folder):
+    if os.geteuid() == 0:
+        pytest.skip("root may add files to any folder")
+    target = folder / "out" / "report.md"
+    target.write_text("old\n")
+    (folder / "out").chmod(0o555)
+    try:
+        code, _, err = cli([str(folder / "out" / "run.log"), "-o", str(target)])
+    finally:
+        (folder / "out").chmod(0o755)
+    assert (code, err) == (1, "") and target.read_text().startswith("## vllm-triage")

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from triage.errors import UsageError
 
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_IN_PLACE = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_IN_PLACE = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -58,7 +58,13 @@ def write_file(path: str, text: str, inputs: Iterable[str] = (), what: str = "")
     folder = os.path.dirname(path) or "."
     temp = os.path.join(folder, f".{os.path.basename(path)[:64]}.{secrets.token_hex(6)}.tmp")
     try:
-        fd = os.open(temp, _NEW, 0o666)
+        try:
+            fd = os.open(temp, _NEW, 0o666)
+        except PermissionError:  # a writable file in a folder we cannot add to: in place, still no link
+            if st is None:
+                raise
+            _write_in_place(path, text, label)
+            return
         try:
             if st is not None:
                 os.fchmod(fd, stat.S_IMODE(st.st_mode))
@@ -82,6 +88,16 @@ def append_file(path: str, text: str, what: str = "") -> None:
             os.close(fd)
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot write {what or path}: {_reason(exc)}") from None
+
+
+def open_stream(path: str, what: str = ""):
+    """A file to write as a stream (a live copy of a child's output), created or emptied,
+    never through a link at `path`."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | _IN_PLACE, 0o666)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot write {what or path}: {_reason(exc)}") from None
+    return os.fdopen(fd, "wb")
 
 
 def _write_in_place(path: str, text: str, label: str) -> None:

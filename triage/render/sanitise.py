@@ -12,7 +12,7 @@ could drive the reader's terminal or the CI runner that prints them:
   reader sees ("Trojan source"), are shown as `\\u202e`;
 - CI command syntaxes any runner would act on when the text reaches its stdout are defused
   with a space: GitHub's `::command::` (the runner acts on it at a line's start: so wherever
-  no word glues it to what precedes; C++'s `c10::Error` stays, and the terminal report,
+  no word glues it to what precedes; the C-plus-plus name `c10::Error` stays, and the terminal report,
   which folds words longer than a line, defuses a line its layout starts with `::`) and
   its older `##[command]` (acted on anywhere in a line), Azure Pipelines' `##vso[`, GitLab's
   `section_start:`/`section_end:` markers;
@@ -34,7 +34,7 @@ _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + BIDI
 _UNSAFE = re.compile(f"[{_CONTROL}]")
 _UNSAFE_IN_NAME = re.compile(f"[\t\n{_CONTROL}]")
 _CI = re.compile(
-    # ::name where a line may start (after spaces, punctuation); not C++'s c10::Error::Error
+    # ::name where a line may start (after spaces, punctuation); not c10::Error::Error of C++
     r"(?<![\w:])::(?=[A-Za-z_])"
     r"|(?i:##(?=\[|vso\[))"  # GitHub's older ##[command], Azure's ##vso[
     r"|(?<=section_start):|(?<=section_end):"  # GitLab's collapsible sections

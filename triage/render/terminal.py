@@ -10,6 +10,7 @@ tabs are expanded so no line is wider than it looks. Text reaches here already r
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 from rich.markup import escape
@@ -62,9 +63,13 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
     return "\n".join(_inert(line.rstrip()) for line in buf.getvalue().splitlines()) + "\n"
 
 
+_LEADING_COMMAND = re.compile(r"(?:\s|\x1b\[[0-9;]*m)*::")  # after spaces and the report's own colours
+
+
 def _inert(line: str) -> str:
     """A line the layout made start with `::` (a long word folded there) is no runner command."""
-    return line.replace("::", ": :", 1) if line.lstrip().startswith("::") else line
+    m = _LEADING_COMMAND.match(line) if "::" in line else None
+    return line if m is None else line[: m.end() - 2] + ": :" + line[m.end():]
 
 
 def _diagnosis(console: Console, i: int, d: Diagnosis, width: int) -> None:
