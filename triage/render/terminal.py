@@ -63,7 +63,7 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
     return "\n".join(_inert(line.rstrip()) for line in buf.getvalue().splitlines()) + "\n"
 
 
-_LEADING_COMMAND = re.compile(r"(?:\s|\x1b\[[0-9;]*m)*::")  # after spaces and the report's own colours
+_LEADING_COMMAND = re.compile(r"(?:\s|\x1b\[[0-9;]{0,16}m)*::")  # after spaces and the report's own colours
 
 
 def _inert(line: str) -> str:
