@@ -44,3 +44,25 @@ SECRETS = [
     ("google", "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", False),
     ("nvidia", "nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", False),
 ]
+
+HF = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+# Round two (issue 28): a token glued to a colour code in each form a log carries one, and the
+# credential shapes of cloud storage and registries. (name, text as a log prints it, secret)
+SECRETS_ROUND_TWO = [
+    ("esc-glued", f"\x1b[1m{HF}\x1b[0m", HF),
+    ("caret-glued", f"^[[33m{HF}^[[0m", HF),
+    ("escless-glued", f"[1;33m{HF}[0m", HF),
+    ("escape-inside-name", "to\x1b[0mken=9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),
+    ("prefixed-hf", f"MY_{HF}", HF[3:]),
+    ("azure-account-key", "DefaultEndpointsProtocol=https;AccountName=acct;"
+     "AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=core.windows.net", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA"),
+    ("azure-sas", "https://acct.blob.core.windows.net/w/m.bin?sv=2021-06-08&se=2030-01-01&sp=r&sig=Q2xpZW50U2ln%2BAbC%3D",
+     "Q2xpZW50U2ln"),
+    ("docker-auth", "{'auths': {'ghcr.io': {'auth': 'dXNlcjpzM2NyM3RQYXNz'}}}", "dXNlcjpzM2NyM3RQYXNz"),
+    ("url-encoded-token", "callback=https%3A%2F%2Fx.example%2Fcb%3Ftoken%3DQmFzZTY0VG9rZW4xMjM%26n%3D1",
+     "QmFzZTY0VG9rZW4xMjM"),
+    ("s3-signed-url", "https://b.s3.amazonaws.com/w.bin?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20250101T000000Z"
+     "&X-Amz-Signature=5d41402abc4b2a76b9719d911017c592aabbccdd", "5d41402abc4b2a76b9719d911017c592aabbccdd"),
+    ("gcs-signed-url", "https://storage.googleapis.com/b/w.bin?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+     "&X-Goog-Signature=0a1b2c3d4e5f60718293a4b5c6d7e8f9", "0a1b2c3d4e5f60718293a4b5c6d7e8f9"),
+]

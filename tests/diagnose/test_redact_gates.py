@@ -26,6 +26,10 @@ SECRETS = [
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz", "Basic dXNlcjpwYXNzd29yZDEyMzQ=", "token abcdef0123456789",
     "https://alice:S3cr3t-P%40ss@example.com/org/model", "redis://:p@ss@w0rd@cache.internal:6379",
+    "AccountName=a;AccountKey=Zm9vYmFyYmF6cXV4MTIz==;EndpointSuffix=x", "SharedAccessKey=Zm9vYmFy",
+    "?sv=2021-06-08&sig=Q2xpZW50U2ln%2BAbC%3D", '{"auth": "dXNlcjpwYXNz"}', "'auth': 'dXNlcjpwYXNz'",
+    "cb%3Ftoken%3DQmFzZTY0VG9rZW4xMjM%26n%3D1", "&X-Amz-Signature=5d41402abc4b2a76", "&X-Goog-Signature=0a1b2c3d",
+    "&X-Amz-Security-Token=FQoGZXIvYXdzEJr", "MY_hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
 ]
 FIXTURES = sorted(Path(__file__).parents[2].joinpath("fixtures").rglob("*.log"))
 
@@ -80,3 +84,23 @@ def test_the_passes_gated_change_nothing_on_fixture_lines():
                 max_size=8).map("".join))
 def test_the_passes_gated_equal_the_passes_run_on_any_mix(text):
     assert redact._redact(text) == redact._redact_ungated(text)
+
+
+ESCAPES = ["\x1b[1m", "\x1b[0m", "^[[33m", "[1;33m", "[0m", "\\033[31m", "\x1b]0;title\x07"]
+
+
+CORES = [s[len(s) // 2 - 5: len(s) // 2 + 5] for s in SECRETS]  # a piece of each secret's middle
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SECRETS + FORMS[:8] + ESCAPES + [" ", "=", "x", "'"]), max_size=8).map("".join))
+def test_escapes_hide_no_secret_the_bare_text_shows(text):
+    """Escape sequences between, before or inside secrets: what a reader sees of the redacted
+    text (its escapes removed) holds no secret that the redaction of the bare text masks, and
+    a text without a secret is left as it is."""
+    from triage.escapes import strip_escapes
+
+    seen, bare = strip_escapes(redact.redact_text(text)), redact.redact_text(strip_escapes(text))
+    assert not [core for core in CORES if core in seen and core not in bare]
+    if bare == strip_escapes(text):
+        assert redact.redact_text(text) == text or redact.MASK in seen

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secret_cases import FAILED, FATAL_LINE, SECRETS
+from secret_cases import FAILED, FATAL_LINE, SECRETS, SECRETS_ROUND_TWO
 from triage.ingest import read
 from triage.apps.cli import main
 from triage.diagnose.report_builder import EVIDENCE_CHARS
@@ -48,6 +48,7 @@ QUOTED = [
     ("header-basic", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
 ]
 KINDS = [(name, text, secret) for name, text, secret, _ in SECRETS] + QUOTED
+KINDS += [kind for kind in SECRETS_ROUND_TWO if kind[0] in ("azure-sas", "docker-auth", "url-encoded-token", "s3-signed-url")]
 
 FATAL_PREFIX = "ERROR 07-18 09:31:06 [core.py:586] "  # where the failure message starts in the fatal line
 MESSAGE_CUTS = [1000, 2000, 400, 500, 1500, 375, 2900, 3000]  # pipeline, rules, terminal, junit, github, slack

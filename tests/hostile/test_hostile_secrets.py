@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from secret_cases import ARGS_LINE, FAILED, FATAL_LINE, SECRETS  # noqa: F401 - the cases, shared with other suites
+from secret_cases import ARGS_LINE, FAILED, FATAL_LINE, SECRETS, SECRETS_ROUND_TWO  # noqa: F401 - the cases, shared with other suites
 from triage.apps.cli import _triage_parser, main
 from triage.apps.output import NO_REDACT_WARNING
 from triage.diagnose.redact import MASK, redact_data, redact_text
@@ -61,6 +61,39 @@ def test_a_planted_secret_is_in_no_format(name, text, secret, as_model, tmp_path
         if fmt in ("json", "markdown"):  # the formats that show the failure and every evidence line
             assert MASK in out, f"{fmt}: the secret's place shows no {MASK}"
     assert summary.exists() and secret not in summary.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, text, secret", SECRETS_ROUND_TWO, ids=[s[0] for s in SECRETS_ROUND_TWO])
+def test_glued_and_storage_secrets_are_in_no_format(name, text, secret, tmp_path):
+    """A token glued to a colour code, cloud storage and registry credentials: planted where a
+    report cites them, shown by --no-redact, absent from every format by default."""
+    log = planted_log(text, as_model=False)
+    _, raw, _ = cli(["-", "-f", "json", "--no-redact"], stdin=log)
+    assert secret in raw  # the plant is where a report looks
+    for fmt in FORMATS:
+        target = tmp_path / f"report.{fmt}"
+        code, out, err = cli(["-", "-f", fmt, "-o", str(target), "-f", fmt], stdin=log)
+        assert code == 1 and err == ""
+        assert secret not in out and secret not in target.read_text(encoding="utf-8"), f"{name} leaked in {fmt}"
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("\x1b[1mhf_AbCdEfGhIjKlMnOpQrStUvWxYz0123\x1b[0m done \x1b[32mOK\x1b[0m", ["\x1b[1m", "\x1b[0m done \x1b[32mOK"]),
+    ("[1;33mapi_key[0m='abc12345' [32mok[0m", ["[1;33mapi_key[0m='", "' [32mok[0m"]),
+])
+def test_redaction_puts_the_escapes_back_around_the_mask(text, kept):
+    out = redact_text(text)
+    assert MASK in out and "abc12345" not in out and "AbCdEf" not in out
+    assert all(piece in out for piece in kept)
+
+
+@pytest.mark.parametrize("text", [
+    "AccountName=acct;EndpointSuffix=core.windows.net", "?sv=2021-06-08&se=2030-01-01&sp=r",
+    "{'auths': {'ghcr.io': {}}}", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20250101T000000Z",
+    "design=1 signal=SIGTERM", "[1;33mWARNING[0m tokenizer", "MY_hf_short", "\x1b[1mHF_TOKEN=<your read token>\x1b[0m",
+])
+def test_storage_shapes_leave_what_is_no_secret(text):
+    assert redact_text(text) == text
 
 
 def test_secrets_in_the_file_name_and_in_error_lines(tmp_path):

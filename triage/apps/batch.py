@@ -107,11 +107,9 @@ def batch_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> i
     elapsed = time.monotonic() - started
     lines = [line for _, line, _ in results]
     if args.jsonl:
-        try:
-            with open(args.jsonl, "w", encoding="utf-8") as fh:
-                fh.writelines(line + "\n" for line in lines)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.jsonl}: {exc.strerror or exc}") from None
+        from triage.apps.safe_write import write_file
+
+        write_file(args.jsonl, "".join(line + "\n" for line in lines), inputs=paths)
     table = summary(results, elapsed, min(jobs, len(paths)))
     if args.format == "jsonl":
         stdout.writelines(line + "\n" for line in lines)
@@ -163,13 +161,18 @@ def _triage_one(path: str) -> tuple[str, str, Summary]:
     except Exception as exc:  # noqa: BLE001 - one bad log must not stop the batch
         return path, _error_line(path, f"internal error: {type(exc).__name__}: {exc}"), Summary(status="error")
     from triage.render.json_format import stamp
+    from triage.render.sanitise import clean_data
 
+    report = clean_data(report)  # a name that is not UTF-8 is shown escaped, never a failed batch
     return path, stamp(report).model_dump_json(), summarize(report)
 
 
 def _error_line(path: str, message: str) -> str:
     """The record of a log that could not be read; its name and message may quote a secret."""
     from triage.api import error_record
+    from triage.render.sanitise import clean
+
+    path, message = clean(path, name=True), clean(message, name=True)
 
     return json.dumps(error_record(path, message, redact=_TRIAGER is None or _TRIAGER.redact), ensure_ascii=False)
 

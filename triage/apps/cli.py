@@ -118,7 +118,7 @@ def _triage_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-config", action="store_true", help="read no settings file")
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
                    help="add a rule pack (or a folder of them) to the built-in ones")
-    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (20 to 1000 columns)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
     p.add_argument("--no-redact", action="store_true",
@@ -168,6 +168,8 @@ def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdo
 
             traceback.print_exc(file=stderr)
         detail = f"internal error: {type(exc).__name__}: {str(exc)[:300]} (run with --traceback for details)"
+        if isinstance(exc, OSError) and exc.filename is not None:  # a path the system refused: the user's to fix
+            detail = f"cannot use {os.fsdecode(exc.filename)}: {exc.strerror or exc}"
         stderr.write(_error_line(detail, redact))
         return EXIT_ERROR
 
@@ -191,8 +193,9 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     by their shape are masked there, so "VLLM_TRIAGE_TOKEN: set it" stays a sentence.
     """
     from triage.diagnose.redact import redact_shapes, redact_text
+    from triage.render.sanitise import clean
 
-    text = " ".join(message.split())
+    text = clean(" ".join(message.split()), name=True)
     if redact:
         text = redact_shapes(text) if own else redact_text(text)
     return f"vllm-triage: {text}\n"
@@ -310,7 +313,7 @@ def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool)
         to_tty = out is None and is_tty
         width = args.width or (terminal_width() if to_tty else 100)
         text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
-        write(text, out, stdout)
+        write(text, out, stdout, inputs=args.paths)
     if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
         from triage.render.step_summary import append_step_summary
 

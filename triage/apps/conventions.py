@@ -14,6 +14,7 @@ from triage.errors import UsageError
 FORMAT_ENV = "VLLM_TRIAGE_FORMAT"
 STDOUT = "-"
 MIN_WIDTH = 20
+MAX_WIDTH = 1000  # wider than any screen; a width of 1e9 would lay out gigabytes of spaces
 
 
 def size_arg(text: str) -> int:
@@ -30,13 +31,16 @@ def size_arg(text: str) -> int:
 
 
 def width_arg(text: str) -> int:
-    """`--width N`: a report narrower than this cannot show a line number and a word."""
+    """`--width N`: a report narrower than MIN_WIDTH cannot show a line number and a word; one
+    wider than MAX_WIDTH would only cost memory."""
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 12 else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < MIN_WIDTH:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_WIDTH} columns, not {value}")
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not a number of columns: {text[:40]!r}") from None
+    if not MIN_WIDTH <= value <= MAX_WIDTH:
+        raise argparse.ArgumentTypeError(f"must be from {MIN_WIDTH} to {MAX_WIDTH} columns, not {value}")
     return value
 
 

@@ -48,7 +48,9 @@ def explain_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) ->
         hint = f"; did you mean {' or '.join(close)}?" if close else "; `vllm-triage explain` lists them"
         raise UsageError(f"unknown cause or rule {args.cause!r}{hint}")
     rules = [r for r in every if r.cause == args.cause]
-    stdout.write(describe(args.cause, causes[args.cause], rules))
+    from triage.render.sanitise import clean  # user packs' titles and texts are a stranger's words
+
+    stdout.write(clean(describe(args.cause, causes[args.cause], rules)))
     return EXIT_OK
 
 

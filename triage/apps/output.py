@@ -4,9 +4,8 @@ or a stream. Shared by the main command (`cli.py`) and the watches (`live.py`)."
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import IO
-
-from triage.errors import UsageError
 
 NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the log unmasked; "
                      "keep this report local, never paste it\n")
@@ -20,7 +19,9 @@ def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -
     text would mask the tool's own words and break lines the layout already measured.
     """
     from triage.render import render
+    from triage.render.sanitise import clean_data
 
+    reports = [clean_data(r) for r in reports]  # every format, the one-line and the many-log ones too
     if fmt == "quiet":
         from triage.render.common import one_line
 
@@ -36,16 +37,15 @@ def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -
     return _join([render(report, fmt, **render_options) for report in reports], fmt)
 
 
-def write(text: str, out: str | None, stdout: IO[str]) -> None:
-    """`text` to the file `out`, or to `stdout` when `out` is None; a file error is a usage error."""
+def write(text: str, out: str | None, stdout: IO[str], inputs: Iterable[str] = ()) -> None:
+    """`text` to the file `out`, or to `stdout` when `out` is None; a file error is a usage error.
+    A file is written without following links and never over one of `inputs` (safe_write.py)."""
     if out is None:
         stdout.write(text)
         return
-    try:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    from triage.apps.safe_write import write_file
+
+    write_file(out, text, inputs)
 
 
 def _join(chunks: list[str], fmt: str) -> str:

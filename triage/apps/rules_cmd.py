@@ -31,8 +31,10 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
                      + (f"; costliest rule {worst!r}: {costs[worst]:,}" if worst else "") + "\n")
         return EXIT_OK
     if args.action == "list":
+        from triage.render.sanitise import clean  # a pack's words are a stranger's text
+
         for r in rules:
-            stdout.write(f"{r.id:40s} {r.cause:32s} {r.title}\n")
+            stdout.write(clean(f"{r.id:40s} {r.cause:32s} {r.title}", name=True) + "\n")
         return EXIT_OK
     _check_root(rules, Path(args.root))
     return _test(rules, Path(args.root), stdout)
@@ -67,18 +69,25 @@ def _test(rules, root: Path, stdout: IO[str]) -> int:
         for rel in rule.fires_on:
             path = root / rel
             if not path.exists():
-                stdout.write(f"MISSING {rule.id}: {rel}\n")
+                _say(stdout, f"MISSING {rule.id}: {rel}")
                 failures += 1
             elif rule.id not in fired(path):
-                stdout.write(f"FAIL    {rule.id} did not fire on {rel} (fired: {', '.join(fired(path)) or 'nothing'})\n")
+                _say(stdout, f"FAIL    {rule.id} did not fire on {rel} (fired: {', '.join(fired(path)) or 'nothing'})")
                 failures += 1
         for rel in rule.quiet_on:
             path = root / rel
             if not path.exists():
-                stdout.write(f"MISSING {rule.id}: {rel}\n")
+                _say(stdout, f"MISSING {rule.id}: {rel}")
                 failures += 1
             elif rule.id in fired(path):
-                stdout.write(f"FAIL    {rule.id} fired on its near-miss {rel}\n")
+                _say(stdout, f"FAIL    {rule.id} fired on its near-miss {rel}")
                 failures += 1
     stdout.write(f"{'ok' if not failures else 'FAILED'}: {len(rules)} rules, {failures} problem(s)\n")
     return EXIT_OK if not failures else EXIT_FAIL
+
+
+def _say(stdout: IO[str], line: str) -> None:
+    """One line naming a pack's rule and log: a stranger's text, made safe to print."""
+    from triage.render.sanitise import clean
+
+    stdout.write(clean(line, name=True) + "\n")

@@ -81,10 +81,12 @@ def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | N
         raise UsageError("the log's memory figures are out of any device's range; nothing to check") from None
     checks = [*_divisibility(divisible, args.tensor_parallel_size), *checks]
     verdict = overall(checks) if checks else "cannot tell"
+    from triage.render.sanitise import clean, clean_data  # the log's figures and names are input
+
     if args.format == "json":
-        stdout.write(json.dumps(_json(args.log, inputs, flags, checks, verdict), indent=2) + "\n")
+        stdout.write(json.dumps(clean_data(_json(args.log, inputs, flags, checks, verdict)), indent=2) + "\n")
     else:
-        stdout.write(_terminal(args.log, inputs, flags, checks, verdict))
+        stdout.write(clean(_terminal(args.log, inputs, flags, checks, verdict)))
     return EXIT_FITS if verdict == FITS else EXIT_FAILS if verdict == FAILS else EXIT_CANNOT_TELL
 
 

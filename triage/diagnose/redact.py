@@ -16,8 +16,10 @@ long word are bounded, so a hostile 64 KiB line costs milliseconds, not minutes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+from triage.escapes import Stripped, changed_spans, may_hold_escape, strip_escapes
 from triage.patterns import LazyPattern
 
 MASK = "[REDACTED]"
@@ -76,6 +78,12 @@ def _key_value_possible(low: str) -> bool:
     return False
 
 
+# A token's prefix starts a word or follows an underscore: `MY_hf_...`, `export X_sk-...` (an
+# environment name glued to it); a letter or digit before it makes it part of another word.
+_WORD_START = r"(?<![A-Za-z0-9])"
+# Values in URLs' query strings and connection strings end at these.
+_QUERY_VALUE = r"[^\s&;'\"<>]{1,4096}"
+
 # (pattern, replacement, what every match holds); each pattern here is compiled when a text
 # first needs it (LazyPattern): most logs hold none of these secrets, and compiling them all
 # cost ~2 ms of every start.
@@ -85,24 +93,24 @@ _PATTERNS: list[tuple[LazyPattern, str, Needs]] = [
                 r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), MASK,
      Needs(('PRIVATE KEY',))),
     # Hugging Face user/org tokens
-    (LazyPattern(r"\bhf_[A-Za-z0-9]{20,}"), MASK,
+    (LazyPattern(_WORD_START + r"hf_[A-Za-z0-9]{20,}"), MASK,
      Needs(('hf_',))),
     # OpenAI / Anthropic / DeepSeek style keys: sk-..., sk-proj-..., sk-ant-api03-...
-    (LazyPattern(r"\bsk-[A-Za-z0-9_\-]{16,}"), MASK,
+    (LazyPattern(_WORD_START + r"sk-[A-Za-z0-9_\-]{16,}"), MASK,
      Needs(('sk-',))),
     # Stripe-style live/test keys, Groq, Google, GitLab, NVIDIA, Replicate, PyPI, npm
-    (LazyPattern(r"\b(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
+    (LazyPattern(_WORD_START + r"(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
                 r"|glpat-[A-Za-z0-9_\-]{20,}|nvapi-[A-Za-z0-9_\-]{20,}|r8_[A-Za-z0-9]{20,}"
                 r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"), MASK,
      Needs(('k_live_', 'k_test_', 'gsk_', 'AIza', 'glpat-', 'nvapi-', 'r8_', 'pypi-', 'npm_'))),
     # GitHub and Slack tokens, Slack webhooks
-    (LazyPattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
+    (LazyPattern(_WORD_START + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
                 r"|xapp-[A-Za-z0-9\-]{10,})"), MASK,
      Needs(('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'xapp-'))),
     (LazyPattern(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK,
      Needs(('hooks.slack.com/',))),
     # AWS access key ids
-    (LazyPattern(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
+    (LazyPattern(_WORD_START + r"(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
      Needs(('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA'))),
     # JSON Web Tokens (three base64url parts, the first two JSON objects)
     (LazyPattern(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK,
@@ -110,6 +118,20 @@ _PATTERNS: list[tuple[LazyPattern, str, Needs]] = [
     # Authorization headers and bearer tokens
     (LazyPattern(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK,
      Needs(('bearer', 'basic', 'token'), lower=True, spaced=True)),
+    # signed URLs: S3 and GCS signatures, credentials and session tokens; Azure SAS `sig=`
+    (LazyPattern(r"(?i)([?&;](?:x-(?:amz|goog)-(?:signature|credential|security-token)|signature|sig)=)"
+                 + _QUERY_VALUE), r"\1" + MASK,
+     Needs(("sig=", "signature=", "credential=", "security-token="), lower=True)),
+    # Azure storage and Service Bus connection strings: AccountKey=...;SharedAccessKey=...
+    (LazyPattern(r"(?i)((?<![\w\-])(?:account|sharedaccess)key\s*=\s*)[^\s;'\"]{1,4096}"), r"\1" + MASK,
+     Needs(("accountkey", "sharedaccesskey"), lower=True)),
+    # a Docker registry's `auth` (base64 of user:password) in config.json, JSON or a Python dict
+    (LazyPattern(r"""(?i)(["']auth["']\s*:\s*(["']))[^"'\n]{1,4096}(?=\2)"""), r"\1" + MASK,
+     Needs(('"auth"', "'auth'"), lower=True)),
+    # a secret's name and value URL-encoded (a redirect URL in a query string): token%3Dabc
+    (LazyPattern(r"(?i)((?<![\w\-])[\w\-]{0,64}(?:key|token|secret|password|passwd|sig|signature)"
+                 r"(?:%2[27])?%3[ad](?:%2[27])?)(?:(?!%2[267])[^\s&;'\"<>]){1,4096}"), r"\1" + MASK,
+     Needs(("%3d", "%3a"), lower=True)),
     # credentials inside URLs: scheme://user:password@host (a password may hold '@'; the last one ends it)
     (LazyPattern(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
      r"\1" + MASK + "@",
@@ -144,12 +166,14 @@ _QUOTED = LazyPattern(r"'[^']*'|\"[^\"]*\"")
 _TRIGGERS = ("hf_", "sk-", "k_live_", "k_test_", "gsk_", "aiza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_",
              "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hooks.slack", "akia", "asia",
              "agpa", "aida", "aroa", "eyj", "bearer", "basic", "token", "://", "key", "secret", "passw", "auth",
-             "private")
+             "private", "sig=", "signature=", "credential=", "%3d", "%3a")
 
 
 def _maybe_secret(text: str) -> bool:
     low = text.lower()
-    return any(t in low for t in _TRIGGERS)
+    if any(t in low for t in _TRIGGERS):
+        return True
+    return may_hold_escape(text) and any(t in strip_escapes(low) for t in _TRIGGERS)  # `to\x1b[0mken=`
 
 
 def _is_placeholder(inner: str) -> bool:
@@ -204,7 +228,7 @@ def redact_text(text: str) -> str:
     """The text with every secret this module knows replaced by [REDACTED]."""
     done = _DONE.get(text)
     if done is None:
-        done = _redact(text) if text and _maybe_secret(text) else text
+        done = _through_escapes(text, _redact) if text and _maybe_secret(text) else text
         if len(text) <= MAX_DONE_CHARS:
             if len(_DONE) >= MAX_DONE:
                 _DONE.clear()
@@ -236,7 +260,27 @@ def redact_shapes(text: str) -> str:
     "TOKEN: set it" is prose, not a credential."""
     if not text or not _maybe_secret(text):
         return text
-    return _shapes(text)
+    return _through_escapes(text, _shapes)
+
+
+def _through_escapes(text: str, scrub: Callable[[str], str]) -> str:
+    """`scrub` run on the text with its escape sequences removed, its masks put back among
+    them: a token glued to a colour code (`ESC[1mhf_...`, `^[[33mhf_...`, `[1;33mhf_...`)
+    is no longer a word's tail the patterns skip. When the masks cannot be placed back, the
+    scrubbed text is kept without its escapes (a report strips them anyway)."""
+    if not may_hold_escape(text):
+        return scrub(text)
+    for sep in ("", " "):  # joined (`to ESC[0m ken=`), then apart (`AKIA...ESC[1mhf_...`: two tokens)
+        view = Stripped(text, sep)
+        if not view.changed:
+            break
+        clean = scrub(view.text)
+        if clean != view.text:
+            spans = changed_spans(view.text, clean, MASK)
+            if spans is None:
+                return scrub(clean)  # the masks cannot be put back: the text without its escapes
+            text = view.restore(spans)
+    return scrub(text)
 
 
 def _shapes(text: str) -> str:

@@ -8,6 +8,7 @@ Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyT
 from __future__ import annotations
 
 import re
+from triage.escapes import strip_escapes
 from triage.patterns import LazyPattern
 from triage.records import Record
 
@@ -15,15 +16,6 @@ LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Patterns behind a cheap test (a first character, a substring) that most logs never pass
 # are compiled on first use (LazyPattern); the ones most lines reach are compiled here.
 
-_ANSI = LazyPattern(
-    r"\x1b\[[0-9;?]*[A-Za-z]"  # real escapes
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC titles
-    r"|\^\[\[[0-9;]*[A-Za-z]"  # pasted caret form ^[[0;36m
-    r"|(?:#033|\\033|\\x1b|\\e|\\u001b)\[[0-9;]*[A-Za-z]"  # escaped forms
-    r"|\[\d{1,3}(?:;\d{1,3})*m"  # the ESC byte lost: [1;36m ... [0;0m
-)
-
-_BRACKET_DIGIT = re.compile(r"\[\d")
 
 
 class Line(Record, kw_only=False):
@@ -84,7 +76,10 @@ _NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceb
 # An editor's or grep tool's search results (Notepad++ "Find in Files", VS Code): `\tLine 57: `.
 _SEARCH_HIT = LazyPattern(r"[ \t]*Line \d{1,9}: ")
 # tmux/screen copy mode's position marker `[31/357]`, copied at the end of the screen's top line.
-_TMUX_MARK = LazyPattern(r"\s*\[(\d{1,7})/(\d{1,7})\]$")
+# Matched at the last `[` of the line's tail only: searched with a leading `\s*`, a line of
+# spaces ending in a near-marker (`[1/2 ]`) was tried from every offset (quadratic).
+_TMUX_MARK = LazyPattern(r"\[(\d{1,7})/(\d{1,7})\]$")
+TMUX_MARK_CHARS = 17  # `[` + 7 digits + `/` + 7 digits + `]`
 # PowerShell wraps a native command's first stderr line (`python.exe : <line>`) and follows it
 # with an error record: `At line:1 char:1`, `+ CategoryInfo : ...`, `+ FullyQualifiedErrorId : ...`.
 _PS_NATIVE = re.compile(r"(?:[\w.\-]+\.exe|python\d?|vllm|py) : (?=\S)")
@@ -103,12 +98,7 @@ REQUEST_LOG_PREFIXES = ("Received request ", "Generated response ")
 
 def strip_ansi(text: str) -> str:
     """Remove colour codes in every form a log can carry them (raw, pasted, escaped, half-lost)."""
-    if "[" not in text:
-        return text
-    if "\x1b" not in text and "^[[" not in text and "033[" not in text and "x1b[" not in text \
-            and "\\e[" not in text and "u001b[" not in text and not _BRACKET_DIGIT.search(text):
-        return text  # none of the forms _ANSI removes (checked cheaply: this runs on long lines)
-    return _ANSI.sub("", text)
+    return strip_escapes(text)
 
 
 def peel(raw: str, no: int) -> Line:
@@ -136,7 +126,8 @@ def _strip_shapes(text: str) -> str:
     position marker at its end, PowerShell's native-command wrapper and error record (the
     record repeats a line already read: it states nothing)."""
     if text.endswith("]") and "/" in text[-16:]:
-        m = _TMUX_MARK.search(text)
+        at = text.rfind("[", max(0, len(text) - TMUX_MARK_CHARS))
+        m = _TMUX_MARK.match(text, at) if at >= 0 else None
         if m and int(m[1]) <= int(m[2]) and not text[: m.start()].rstrip().endswith("|"):
             text = text[: m.start()].rstrip()
     if text[:1] in (" ", "\t", "L"):

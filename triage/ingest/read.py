@@ -231,7 +231,7 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
         stats.compressed = True
         # the encoding is that of the unpacked text (a gzipped UTF-16 log has its BOM inside)
         head, stream = _peek(io.BufferedReader(_CappedGzip(stream, MAX_GZIP_EXPANDED)), 4)
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # enough text to check the BOM's word
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", UTF32_BE_BOM)):  # enough text to check the BOM's word
         head, stream = _peek(stream, UTF16_SNIFF_BYTES)
     encoding = _sniff_encoding(head, stats)
     if encoding == "utf-8-bom16":  # the two BOM bytes are no text: drop them, read the rest as UTF-8
@@ -325,7 +325,24 @@ def cut_long(text: str) -> str:
     return head[: space + 1] if space >= 0 else head[: MAX_LINE_CHARS - CUT_WORD_CHARS]
 
 
+UTF32_LE_BOM, UTF32_BE_BOM = b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"
+
+
+def _reads_as_utf32(head: bytes) -> bool:
+    """Whether the bytes after a UTF-32 BOM are UTF-32 (the LE BOM is also UTF-16's BOM and a
+    NUL: the text after it tells which). Too short to tell: the BOM's word."""
+    body = head[4: 4 + (len(head) - 4) // 4 * 4]
+    try:
+        body.decode("utf-32-le" if head.startswith(UTF32_LE_BOM) else "utf-32-be")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _sniff_encoding(head: bytes, stats: InputStats) -> str:
+    if head.startswith((UTF32_LE_BOM, UTF32_BE_BOM)) and _reads_as_utf32(head):
+        stats.encoding = "utf-32"
+        return "utf-32"
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         if not _reads_as_utf16(head):  # a BOM, then UTF-8 (PowerShell's `>`, then `cat >>`)
             stats.encoding = "utf-8"

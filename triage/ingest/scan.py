@@ -111,6 +111,7 @@ class _Scanner:
         self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
         self.links = LinkRepeats(m.index(HEAD)) if quiet else None  # a deep chain's repeated links (chains.py)
         self.stretches = Stretches(m.index(METRICS_WORD))  # held runs' lines taken many at once (stretch.py)
+        self.repeated = 0  # copies of a line, right after it, counted unread (`_repeats`)
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -211,11 +212,30 @@ class _Scanner:
                 b"\r" not in raw and end not in masked else None
             if verdict is None:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
+                if self.search is not None and chunk.startswith(raw + b"\n", pos):  # the same line again
+                    pos = yield from self._repeats(chunk, raw, pos, last, kinds)
+                    k = bisect_left(spots, (pos, -1), k)
             else:  # the first metrics line of its origin since other news
                 going = list(self.runs) if len(self.runs) < MAX_RUNS else []
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
+
+    def _repeats(self, chunk: bytes, raw: bytes, pos: int, last: int,
+                 kinds: tuple[bool, bool] | None) -> Iterator[Marked]:
+        """Copies of the line just handed on that follow it (a million `Killed` lines): the
+        last one is handed on, those between only counted, so a run costs a comparison a line.
+        Returns where the scan goes on."""
+        unit, copies = raw + b"\n", 0
+        step = len(unit)
+        while pos + step <= last + 1 and chunk.startswith(unit, pos):
+            pos += step
+            copies += 1
+        if copies > 1:
+            self.stats.lines += copies - 1
+            self.repeated += copies - 1
+        yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
+        return pos
 
     def _stretch(self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]],
                  k: int) -> tuple[int, int] | None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.plan import estimates, kv, params
+from triage.plan import estimates, kv, params, plausible
 from triage.plan.flags import ServeFlags
 from triage.plan.gpu import Gpu
 from triage.plan.model_files import ModelFiles
 from triage.units import GiB
-from triage.plan.spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
+from triage.plan.spec import DTYPE_BYTES, LENGTH_KEYS, TextConfig, kv_dtype_bytes, resolve_dtype
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
@@ -79,6 +79,7 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
     cfg = TextConfig.of(files.config)
     if not 0 <= cfg.number("num_hidden_layers") <= MAX_LAYERS:
         raise ValueError(f"num_hidden_layers {cfg.get('num_hidden_layers')!r} is not plausible")
+    plausible.check(cfg, LENGTH_KEYS)  # zero heads, a NaN vocabulary, 1e300: one clear error, before any sum
     dtype, dtype_source = resolve_dtype(flags.dtype, cfg.checkpoint_dtype())
     kv_bytes, kv_source = kv_dtype_bytes(flags.kv_cache_dtype, dtype)
     layout = kv.kv_layout(cfg, flags.tp, flags.pp, kv_bytes, DTYPE_BYTES[dtype])

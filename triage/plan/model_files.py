@@ -103,16 +103,32 @@ def safetensors_header(path: Path) -> dict:
     return header
 
 
+MAX_DIM = 1 << 40  # one dimension of a tensor (the largest real ones are ~1e6)
+MAX_ELEMENTS = 1 << 50  # elements of one tensor, and of a checkpoint: a petabyte is no model
+MAX_DIMS = 16
+
+
 def header_totals(header: dict) -> tuple[int, int]:
-    """(bytes, elements) of the tensors a header lists, from dtype and shape (offsets may lie)."""
+    """(bytes, elements) of the tensors a header lists, from dtype and shape (offsets may lie).
+    A shape that is not a short list of whole numbers in range is an InputError, found before
+    a product grows: huge dimensions would make each product a number thousands of digits long."""
     nbytes = elements = 0
     for name, info in header.items():
         if name == "__metadata__" or not isinstance(info, dict):
             continue
+        shape = info.get("shape") or []
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS:
+            raise InputError(f"tensor {str(name)[:60]!r}: its shape is not a list of at most {MAX_DIMS} numbers")
         count = 1
-        for dim in info.get("shape") or []:
-            count *= int(dim)
+        for dim in shape:
+            if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim <= MAX_DIM:
+                raise InputError(f"tensor {str(name)[:60]!r}: dimension {str(dim)[:40]} is not plausible")
+            count *= dim
+            if count > MAX_ELEMENTS:
+                raise InputError(f"tensor {str(name)[:60]!r}: more than {MAX_ELEMENTS:,} elements is not plausible")
         elements += count
+        if elements > MAX_ELEMENTS:
+            raise InputError(f"the tensors hold more than {MAX_ELEMENTS:,} elements: not plausible")
         nbytes += int(count * DTYPE_BYTES.get(str(info.get("dtype")), 2))
     return nbytes, elements
 
@@ -121,7 +137,7 @@ def _weights(folder: Path, files: ModelFiles) -> None:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         total = (read_json(index).get("metadata") or {}).get("total_size")
-        if isinstance(total, (int, float)) and total > 0:
+        if isinstance(total, (int, float)) and not isinstance(total, bool) and 0 < total <= MAX_ELEMENTS:
             files.weights_bytes, files.weights_source = int(total), "safetensors index (metadata.total_size)"
             return
         files.notes.append("model.safetensors.index.json has no metadata.total_size")

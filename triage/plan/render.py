@@ -77,10 +77,12 @@ def markdown(p: PlanReport) -> str:
 
 
 def render(p: PlanReport, fmt: str) -> str:
-    """Every string is redacted first: a pasted command line can carry --api-key or a token."""
+    """Every string is redacted and made safe to print first: a pasted command line can carry
+    --api-key or a token, a config's model name escape sequences."""
     from triage.diagnose.redact import redact_data
+    from triage.render.sanitise import clean_data
 
-    data = redact_data(p.model_dump(mode="json"))
+    data = clean_data(redact_data(p.model_dump(mode="json")))  # a model name from a config is input too
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     p = PlanReport.model_validate(data)

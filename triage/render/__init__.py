@@ -36,7 +36,10 @@ def get(name: str) -> Renderer:
 
 
 def render(report: Report, fmt: str, **options) -> str:
-    return get(fmt)(report, **options)
+    """The report in one format, every text it carries from the input made safe to print first."""
+    from triage.render.sanitise import clean_data
+
+    return get(fmt)(clean_data(report), **options)
 
 
 def join(chunks: list[str], fmt: str) -> str:

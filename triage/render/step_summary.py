@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-from triage.errors import UsageError
 
 LIMIT_BYTES = 1 << 20
 MARGIN_BYTES = 8 << 10  # room for the closing note and what other steps' tools add
@@ -22,21 +21,20 @@ def append_step_summary(path: str, reports: list, redact: bool) -> None:
         used = os.path.getsize(path)
     except OSError:
         used = 0
+    from triage.apps.safe_write import append_file
+
     text = summary_text(reports, redact, LIMIT_BYTES - MARGIN_BYTES - used)
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write GITHUB_STEP_SUMMARY {path}: {exc.strerror or exc}") from None
+    append_file(path, text, what=f"GITHUB_STEP_SUMMARY {path}")
 
 
 def summary_text(reports: list, redact: bool, budget: int) -> str:
     """As many whole reports as fit in `budget` bytes (UTF-8), then a note of the ones cut."""
     from triage.diagnose.redact import redact_text
     from triage.render.markdown import render
+    from triage.render.sanitise import clean_data
 
     chunks, cut, size = [], [], 0
-    for report in reports:
+    for report in map(clean_data, reports):
         for options in ({}, {"message_chars": SHORT_MESSAGE_CHARS}):
             text = render(report, **options) + "\n"
             text = redact_text(text) if redact else text

@@ -10,6 +10,7 @@ tabs are expanded so no line is wider than it looks. Text reaches here already r
 from __future__ import annotations
 
 import io
+import re
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,7 @@ from rich.text import Text
 from triage.ingest.lines import peel
 from triage.model.report import Diagnosis, Report
 from triage.render.common import command_line, facts_line, headline
+from triage.render.sanitise import clean
 
 OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow",
                  "recovered": "bold yellow"}
@@ -58,7 +60,16 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
         console.print(table)
     for note in report.notes:
         console.print(Text(f"note: {_flat(note)}", style="dim"))
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    return "\n".join(_inert(line.rstrip()) for line in buf.getvalue().splitlines()) + "\n"
+
+
+_LEADING_COMMAND = re.compile(r"(?:\s|\x1b\[[0-9;]{0,16}m)*::")  # after spaces and the report's own colours
+
+
+def _inert(line: str) -> str:
+    """A line the layout made start with `::` (a long word folded there) is no runner command."""
+    m = _LEADING_COMMAND.match(line) if "::" in line else None
+    return line if m is None else line[: m.end() - 2] + ": :" + line[m.end():]
 
 
 def _diagnosis(console: Console, i: int, d: Diagnosis, width: int) -> None:
@@ -90,7 +101,7 @@ def _evidence(console: Console, d: Diagnosis, width: int) -> None:
     number_width = max(len(str(e.line)) for e in d.evidence)
     origin_width = max(len(_origin(e.origin)) for e in d.evidence)
     for e in d.evidence:
-        message = _flat(peel(e.text, e.line).text or e.text)
+        message = _flat(clean(peel(e.text, e.line).text) or e.text)  # peeling may bare what was glued
         origin = f"{_origin(e.origin):<{origin_width}} │ " if origin_width else ""
         prefix = f"   {e.line:>{number_width}} │ {origin}"
         row = Text(prefix, style="dim")

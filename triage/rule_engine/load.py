@@ -86,7 +86,7 @@ def expand_pack_paths(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         path = Path(p)
-        out.extend(packs_in(path) if path.is_dir() else [path])
+        out.extend(packs_in(path) if os.path.isdir(path) else [path])  # an unusable name: read as a file, one problem
     return out
 
 

@@ -56,7 +56,9 @@ def follow_command(args, stdout: IO[str]) -> int:
                  args.color, args.width)
     if healthy:
         where = f" (line {ready[0]}: {ready[1]!r})" if ready is not None else ""
-        stdout.write(f"vllm-triage: {report.input.name}: ready{where}\n")
+        from triage.render.sanitise import clean
+
+        stdout.write(clean(f"vllm-triage: {report.input.name}: ready{where}", name=True) + "\n")
         return 0
     return exit_code([report])
 

@@ -114,10 +114,9 @@ def _parse_run(argv: list[str]):
 def _open_log(path: str | None):
     if path is None:
         return None
-    try:
-        return open(path, "wb")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from triage.apps.safe_write import open_stream
+
+    return open_stream(path)  # never through a link planted at PATH
 
 
 def _spawn(cmd: list[str]) -> subprocess.Popen:
