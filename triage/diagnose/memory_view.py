@@ -62,6 +62,7 @@ def answers() -> dict[str, Callable[[MemoryInputs], Any]]:
         "pool_util": solve.pool_util,
         "swap_space": solve.swap_space,
         "weights_exceed": _gib(solve.weights_exceed),
+        "profile_follows_len": lambda inp: inp.batch_follows_len,
         "failure": lambda inp: inp.failure,
         "engine": lambda inp: inp.engine or "v1",
     }

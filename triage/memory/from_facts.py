@@ -99,10 +99,13 @@ def _oom(oom: Any, name: str) -> Quantity | None:
     return Quantity.printed_bytes(float(v), getattr(oom, "line", 0)) if _finite(v) else None
 
 
-def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
+def _weights(facts: Mapping[str, Any], tp: int, loaded: float | None = None) -> Quantity | None:
     """Printed weights (per device), else the estimate from the model name split over TP.
 
     Names round the parameter count (7B for 7.6B), seldom up by more than 5%: [-5%, +10%].
+    `loaded` (what PyTorch held plus asked for when loading failed) bounds the weights from
+    below: an estimate under it counted too few bytes per parameter (online quantization loads
+    16-bit weights first), so it is taken at 16 bits, or not at all if that is under it too.
     """
     w = _q(facts, "weights_bytes")
     if w is not None:
@@ -111,7 +114,20 @@ def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
     if not _finite(est) or est <= 0:
         return None
     per = est / tp
-    return Quantity(per, per * 0.95, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+    if loaded is not None and per * 1.1 < loaded:
+        params = getattr(facts.get("model_params"), "value", None)
+        per = params * 1e9 * 2 / tp if _finite(params) else 0.0
+        if per * 1.1 < loaded:
+            return None
+    return Quantity(per, max(per * 0.95, loaded or 0.0), per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+
+
+def _loaded(oom: Any, failure: str | None) -> float | None:
+    """Weights already on the device when loading failed: allocated + the failed request."""
+    alloc, req = getattr(oom, "allocated", None), getattr(oom, "requested", None)
+    if failure != LOAD or not _finite(alloc) or not _finite(req):
+        return None
+    return float(alloc) + float(req)
 
 
 def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
@@ -139,7 +155,7 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     return MemoryInputs(
         engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,
         total=total, free=_q(facts, "startup_free_bytes") or _q(facts, "initial_free_bytes"), util=util,
-        weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
+        weights=_weights(facts, tp, _loaded(oom, failure)), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
         kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),

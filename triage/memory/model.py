@@ -65,7 +65,8 @@ def non_kv(inp: MemoryInputs) -> Quantity | None:
     parts = (inp.weights, inp.activation_peak, inp.non_torch)
     if all(p is not None for p in parts):
         return parts[0] + parts[1] + parts[2]  # type: ignore[operator]
-    if inp.pool is not None and inp.total is not None and inp.util.source != "default":
+    if inp.pool is not None and inp.total is not None and inp.kv_cache_memory is None:
+        # with the utilization not printed, vLLM's default (0.9 in every version) sized the pool
         return budget.requested(inp.total, inp.util.value) - inp.pool
     return None
 
@@ -252,11 +253,14 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if length is None:
         return None
     what = f"KV pool holds one max_model_len {length:,} request"
-    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1 and length <= inp.kv_estimate:
-        # vLLM computed this bound on the exact pool: at or under it the same pool fits
-        est = Quantity.exact(inp.kv_estimate, PRINTED)
-        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), est, unit="tokens",
-                       note="at or under vLLM's own estimate for this pool")
+    bound = estimate_bound(inp, r)
+    if bound is not None and (length <= bound or r.kv_ratio == 1):
+        # vLLM searched the longest length on the exact pool: at or under it the same pool fits,
+        # above it (same dtype) it does not, whatever a per-token figure would say
+        note = "vLLM's own estimate for this pool" if r.kv_ratio == 1 else \
+            f"vLLM's estimate for this pool, {inp.kv_estimate:,}, x {1 / r.kv_ratio:g} for {r.kv_ratio:g}x the bytes per token"
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), Quantity.exact(bound, PRINTED), unit="tokens",
+                       note=("at or under " if length <= bound else "above ") + note)
     cap = capacity_tokens(inp)
     if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:  # the pool as printed: its exact capacity
         blocks = int(cap // inp.block_size / r.kv_ratio)
@@ -276,6 +280,20 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure == KV_FIT:
         return unknown(KV_FIT, what, *_kv_fit_missing(inp, r))
     return None
+
+
+def estimate_bound(inp: MemoryInputs, r: Resolved) -> int | None:
+    """The longest length vLLM's printed estimate guarantees under a config that keeps the pool.
+
+    The KV need per token never rises with the length (full attention is linear; sliding-window,
+    chunked-local and Mamba layers stop growing), so need(L) <= need(est) x L / est: a dtype
+    with kv_ratio times the bytes holds est / kv_ratio tokens, in whole blocks.
+    """
+    if not inp.kv_estimate or r.pool is not inp.pool or r.tp_ratio != 1 or r.kv_ratio > 1:
+        return None
+    if r.kv_ratio == 1:
+        return inp.kv_estimate
+    return int(inp.kv_estimate / r.kv_ratio) // inp.block_size * inp.block_size
 
 
 def _kv_fit_missing(inp: MemoryInputs, r: Resolved) -> list[str]:

@@ -17,7 +17,7 @@ from triage.memory.checks import FAILS, FITS, Check, overall
 from triage.memory.flags import apply
 from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
                      MemoryInputs)
-from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
+from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, estimate_bound, evaluate, reserve, resolve
 from triage.memory.quantities import Quantity
 from triage.records import Record
 
@@ -106,8 +106,12 @@ def fit_len(inp: MemoryInputs, cfg: Config | None = None) -> int | None:
         n = int(inp.gpu_blocks / r.kv_ratio) * bs
     else:
         return None
-    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1:
-        n = max(n, inp.kv_estimate)  # vLLM's own bound, computed on the exact pool
+    est = estimate_bound(inp, r)
+    if est is not None:
+        # vLLM's own search on the exact pool bounds it both ways at this dtype; with fewer bytes
+        # per token the need per token only falls as the length grows (sliding-window and Mamba
+        # layers stop growing), so est / kv_ratio is safe where a per-token figure is not
+        n = est if r.kv_ratio == 1 else min(n, est)
     if r.max_model_len:
         n = min(n, r.max_model_len)
     if n < bs:

@@ -48,7 +48,11 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "phase", "phase": "profiling", "what": str(head)}
 
     def weights_start(self, head, tail=None):
-        return {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+        out = {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+        words = str(tail or "").split()
+        if str(head) == "Starting to load model" and words and words[0].endswith("..."):
+            out["model"] = words[0][:-3]  # `Starting to load model Qwen/Qwen3-32B...`
+        return out
 
     def swap(self, head, swap, total, tail=None):
         return {"kind": "swap_space", "swap": parse_size(swap), "cpu_total": parse_size(total),

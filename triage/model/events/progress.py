@@ -17,11 +17,14 @@ class PhaseMark(Event):
     kind = "phase"
     phase: str
     what: str = ""
+    model: str | None = None  # `Starting to load model NAME...` (V1) names it where no arg dump does
 
     def reached_phase(self) -> str | None:
         return self.phase
 
     def add_facts(self, facts: FactSink) -> None:
+        if self.model:
+            facts.put("model", self.model, self)
         if self.phase == "cuda_graph_capture" and "graph_capture" not in facts:
             facts.set("graph_capture", "started", self)
 
@@ -113,3 +116,19 @@ class EngineConfig(Event):
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():
             facts.put(key, value, self)
+
+
+@event
+class RankAssigned(Event):
+    """`rank R in world size W is assigned as DP rank d, PP rank p, TP rank t`: TP >= t + 1, PP >= p + 1."""
+
+    kind = "rank_assigned"
+    world: int
+    pp_rank: int = 0
+    tp_rank: int = 0
+
+    def add_facts(self, facts: FactSink) -> None:
+        for name, seen in (("tensor_parallel_size", self.tp_rank + 1), ("pipeline_parallel_size", self.pp_rank + 1)):
+            now = facts.value(name)
+            if now is None or (isinstance(now, int) and now < seen):
+                facts.set(name, seen, self)
