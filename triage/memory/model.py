@@ -234,8 +234,8 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     req = budget.requested(inp.total, r.util)
     if r.pool is not None:
         return compare(NO_POOL, what, Quantity.exact(1, GIVEN), r.pool)
-    if inp.weights is None:
-        return None
+    if inp.weights is None or (capacity_tokens(inp) and r.util == inp.util.value and r.tp_ratio == 1):
+        return None  # vLLM sized a pool of tokens under this very budget: it was positive
     w = inp.weights.scale(r.tp_ratio)
     if r.tp_ratio != 1:
         w = w.with_source(ESTIMATED)
