@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from triage.memory import budget, kv
 from triage.memory.checks import FITS, Check, compare, fmt, unknown
-from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from triage.memory.quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 from triage.records import Record, replace
@@ -106,8 +106,12 @@ def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
         if tp_ratio != 1:
             bb = bb.with_source(ESTIMATED)
     nk = _non_kv_under(inp, tp_ratio, token_ratio)
-    return Resolved(util, tp_ratio, kv_ratio, token_ratio, seq_ratio, length, bb, nk,
-                    _pool_under(inp, cfg, util, nk, tp_ratio, token_ratio))
+    pool = _pool_under(inp, cfg, util, nk, tp_ratio, token_ratio)
+    if cfg.enforce_eager and inp.graph_estimate is not None and cfg.kv_cache_memory is None:
+        # 0.21+: with no graphs to capture the estimate is not taken out of the budget
+        nk = nk - inp.graph_estimate if nk is not None else None
+        pool = pool + inp.graph_estimate if pool is not None else None
+    return Resolved(util, tp_ratio, kv_ratio, token_ratio, seq_ratio, length, bb, nk, pool)
 
 
 def _ratio(new: int | None, old: int | None) -> float:
@@ -145,6 +149,13 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
         return inp.pool  # a smaller profile batch only grows the pool: the printed one is the worst case
     if inp.total is None or nk is None:
         return None
+    if tp_ratio == 1 and token_ratio <= 1 and inp.pool is not None and inp.non_kv is None and inp.kv_cache_memory is None \
+            and (inp.weights is None or inp.activation_peak is None or inp.non_torch is None):
+        # pool = total x u - non_kv with the same total on both sides: pool + total x (u - U), not
+        # total x u - (total x U - pool) with the total's interval counted twice
+        d = util - inp.util.value
+        step = inp.total.scale(abs(d))
+        return inp.pool + step if d >= 0 else inp.pool - step
     return budget.pool(inp.total, util, nk)
 
 
@@ -156,7 +167,8 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
         cfg = replace_offload(cfg)
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
+    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _mamba, _profile,
+                 _kv_alloc, _outside, _swap):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
@@ -294,6 +306,25 @@ def estimate_bound(inp: MemoryInputs, r: Resolved) -> int | None:
     if r.kv_ratio == 1:
         return inp.kv_estimate
     return int(inp.kv_estimate / r.kv_ratio) // inp.block_size * inp.block_size
+
+
+def _mamba(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """Hybrid models keep one state block per running sequence (config/compilation.py, 0.2x+): the
+    pool's blocks scale with it, [pool / (M + 1), pool / M] bytes each, whole blocks."""
+    if inp.failure != MAMBA or not inp.mamba_blocks:
+        return None
+    seqs = cfg.max_num_seqs or inp.max_num_seqs
+    what = f"Mamba cache blocks hold max_num_seqs {seqs:,}" if seqs else "Mamba cache blocks hold max_num_seqs"
+    if not seqs:
+        return unknown(MAMBA, what, "max_num_seqs")
+    if r.pool is inp.pool:
+        blocks = inp.mamba_blocks
+    elif r.pool is not None and inp.pool is not None:
+        blocks = int(max(r.pool.lo, 0) // (inp.pool.hi / inp.mamba_blocks))
+    else:
+        return unknown(MAMBA, what, "the KV pool these flags leave")
+    return compare(MAMBA, what, Quantity.exact(seqs, GIVEN), Quantity.exact(blocks, DERIVED if r.pool is not inp.pool
+                   else PRINTED), unit="blocks", note="one state block per running sequence")
 
 
 def _kv_fit_missing(inp: MemoryInputs, r: Resolved) -> list[str]:

@@ -44,6 +44,48 @@ class GraphCaptureDone(Event):
 
 
 @event
+class CudaGraphEstimate(Event):
+    """`Estimated CUDA graph memory: X GiB total` (0.21+): taken out of the budget before the KV cache."""
+
+    kind = "cuda_graph_estimate"
+    facts = {"cuda_graph_estimate_bytes": "bytes"}
+    bytes: int
+
+    def add_facts(self, facts: FactSink) -> None:
+        if "cuda_graph_profiling" not in facts:
+            facts.put("cuda_graph_profiling", True, self)
+
+
+@event
+class CudaGraphAdvice(Event):
+    """vLLM's utilization advice on the graphs' estimate: `The current --gpu-memory-utilization=U is
+    equivalent to ... =E ... increase --gpu-memory-utilization to S` (profiling on, 0.21+), or the
+    warning that it is off (`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`, `from U to S`)."""
+
+    kind = "cuda_graph_advice"
+    facts = {"cuda_graph_suggested_util": "suggested", "cuda_graph_equivalent_util": "equivalent"}
+    profiled: bool = True
+    current: float | None = None
+    equivalent: float | None = None
+    suggested: float | None = None
+
+    def add_facts(self, facts: FactSink) -> None:
+        facts.set("cuda_graph_profiling", self.profiled, self)
+        if self.current is not None and "gpu_memory_utilization" not in facts:  # the arguments say it first
+            facts.put("gpu_memory_utilization", self.current, self)
+
+
+@event
+class CudaGraphPool(Event):
+    """`CUDA graph pool memory: A GiB (actual), E GiB (estimated), difference: ...` after capture."""
+
+    kind = "cuda_graph_pool"
+    facts = {"cuda_graph_bytes": "actual", "cuda_graph_estimate_bytes": "estimated"}
+    actual: int
+    estimated: int
+
+
+@event
 class SamplerWarmupOom(Event):
     """`CUDA out of memory occurred when warming up sampler/pooler with N dummy requests`."""
 
