@@ -118,6 +118,7 @@ def test_oom_embedded_in_vllm_wrapper():
     ("rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank N/A, EPLB rank N/A",
      "rank_assigned", "world", 1),
     ("Starting to load model Qwen/Qwen3-32B...", "phase", "model", "Qwen/Qwen3-32B"),
+    ("Chunked prefill is enabled with max_num_batched_tokens=8192.", "scheduler_batch", "max_num_batched_tokens", 8192),
     ("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try",
      "sampler_warmup_oom", "requests", 1024),
     ("Possibly too large swap space. 32.00 GiB out of the 62.79 GiB total CPU memory is allocated for the swap space.",

@@ -174,3 +174,12 @@ class RankAssigned(Event):
             now = facts.value(name)
             if now is None or (isinstance(now, int) and now < seen):
                 facts.set(name, seen, self)
+
+
+@event
+class SchedulerBatch(Event):
+    """`Chunked prefill is enabled with max_num_batched_tokens=N.`: the V1 profile batch, set or defaulted."""
+
+    kind = "scheduler_batch"
+    facts = {"max_num_batched_tokens": "max_num_batched_tokens"}
+    max_num_batched_tokens: int
