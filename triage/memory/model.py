@@ -142,7 +142,9 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
                 tp_ratio: float, token_ratio: float) -> Quantity | None:
     if cfg.kv_cache_memory is not None:  # pinned: the utilization does not size the pool
         if inp.kv_cache_memory is not None and cfg.kv_cache_memory == int(inp.kv_cache_memory.value):
-            return inp.kv_cache_memory if tp_ratio == 1 else None
+            if tp_ratio != 1:
+                return None
+            return inp.pool if inp.pool is not None else inp.kv_cache_memory  # the same pool vLLM printed
         return Quantity.exact(cfg.kv_cache_memory, GIVEN)
     unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
