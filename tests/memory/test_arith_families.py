@@ -81,3 +81,26 @@ def test_a_cut_at_the_default_utilization_is_checked_against_the_printed_pool():
     assert not verify(inp, {"--gpu-memory-utilization": "0.86"}).ok
     u, n = solve.outside_util_with_len(inp)
     assert u == 0.86 and 4096 <= n < 16384
+
+
+def test_graphs_beyond_vllms_estimate_are_said_to_sit_outside_the_budget():
+    from conftest import triage_text
+
+    pre = "(EngineCore pid=264) INFO 05-06 08:31:54 [gpu_model_runner.py:6536] "
+    log = "\n".join([
+        "(APIServer pid=1) INFO 05-06 08:30:11 [api_utils.py:341]  version 0.25.0",
+        pre + "Estimated CUDA graph memory: 0.84 GiB total",
+        pre + "Available KV cache memory: 10.87 GiB",
+        pre + "Graph capturing finished in 25 secs, took 1.02 GiB",
+        pre + "CUDA graph pool memory: 1.02 GiB (actual), 0.84 GiB (estimated), difference: 0.18 GiB (17.6%).",
+        "(EngineCore pid=264) ERROR 05-06 08:32:20 [core.py:1203] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 400.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 100.00 MiB is free.",
+        "(EngineCore pid=264) ERROR 05-06 08:32:20 [core.py:1203] RuntimeError: CUDA out of memory occurred when warming "
+        "up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+        "initializing the engine.",
+    ]) + "\n"
+    report = triage_text(log)
+    said = " ".join(d.explanation for d in report.diagnoses)
+    assert "took 1.02 GiB, 0.18 GiB more than the estimate" in said, said
+    # 0.18 GiB beyond the 0.84 reserved, outside the budget: what --enforce-eager returns covers the 0.29 GiB missing
+    assert any(dict(r.flags) == {"--enforce-eager": ""} for d in report.diagnoses for r in d.remedies)
