@@ -268,7 +268,8 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         return None
     what = f"KV pool holds one max_model_len {length:,} request"
     bound = estimate_bound(inp, r)
-    if bound is not None and (length <= bound or r.kv_ratio == 1):
+    exact_need = inp.kv_needed is not None and length == inp.max_model_len  # the printed need, scaled by dtype
+    if bound is not None and (r.kv_ratio == 1 or (length <= bound and not exact_need)):
         # vLLM searched the longest length on the exact pool: at or under it the same pool fits,
         # above it (same dtype) it does not, whatever a per-token figure would say
         note = "vLLM's own estimate for this pool" if r.kv_ratio == 1 else \
