@@ -101,6 +101,24 @@ def test_oom_embedded_in_vllm_wrapper():
      "needed, which is larger than the available KV cache memory (1.25 GB). Try increasing", "kv_needed",
      "available", round(1.25 * GiB)),
     ("Graph capturing finished in 12 secs, took 0.85 GiB", "graph_capture_done", "bytes", round(0.85 * GiB)),
+    # vLLM 0.21+ (0.25.0 and 0.33.0 wording, gpu_model_runner / gpu_worker)
+    ("Estimated CUDA graph memory: 0.84 GiB total", "cuda_graph_estimate", "bytes", round(0.84 * GiB)),
+    ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=0.9000 is "
+     "equivalent to --gpu-memory-utilization=0.8895 without CUDA graph memory profiling. To maintain the same effective "
+     "KV cache size as before, increase --gpu-memory-utilization to 0.9105. To disable, set "
+     "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.", "cuda_graph_advice", "suggested", 0.9105),
+    ("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph "
+     "memory is not accounted for during KV cache allocation, which may require lowering --gpu-memory-utilization to "
+     "avoid OOM. Consider re-enabling it (the default as of v0.21.0) and increasing --gpu-memory-utilization from "
+     "0.9000 to 0.9105.", "cuda_graph_advice", "profiled", False),
+    ("CUDA graph pool memory: 1.02 GiB (actual), 0.84 GiB (estimated), difference: 0.18 GiB (17.6%).",
+     "cuda_graph_pool", "actual", round(1.02 * GiB)),
+    ("rank 3 in world size 4 is assigned as DP rank 0, PP rank 0, TP rank 3, EP rank 3", "rank_assigned",
+     "tp_rank", 3),
+    ("rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank N/A, EPLB rank N/A",
+     "rank_assigned", "world", 1),
+    ("Starting to load model Qwen/Qwen3-32B...", "phase", "model", "Qwen/Qwen3-32B"),
+    ("Chunked prefill is enabled with max_num_batched_tokens=8192.", "scheduler_batch", "max_num_batched_tokens", 8192),
     ("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try",
      "sampler_warmup_oom", "requests", 1024),
     ("Possibly too large swap space. 32.00 GiB out of the 62.79 GiB total CPU memory is allocated for the swap space.",

@@ -62,9 +62,22 @@ def answers() -> dict[str, Callable[[MemoryInputs], Any]]:
         "pool_util": solve.pool_util,
         "swap_space": solve.swap_space,
         "weights_exceed": _gib(solve.weights_exceed),
+        "profile_follows_len": lambda inp: inp.batch_follows_len,
+        "advice_holds": solve.advice_holds,
+        "mamba_seqs": solve.mamba_seqs,
+        "mamba_util": solve.mamba_util,
+        "graph_excess": _gib(_graph_excess),
         "failure": lambda inp: inp.failure,
         "engine": lambda inp: inp.engine or "v1",
     }
+
+
+def _graph_excess(inp: MemoryInputs) -> Any:
+    """What the graphs took beyond vLLM's estimate (0.21+), where both were printed and differ beyond rounding."""
+    if inp.cuda_graph is None or inp.graph_estimate is None:
+        return None
+    d = inp.cuda_graph - inp.graph_estimate
+    return d if d.lo > 0 or d.hi < 0 else None
 
 
 class MemoryView(FactView):

@@ -58,6 +58,18 @@ def min_util_for_pool(total: Quantity, non_kv: Quantity, pool_needed: Quantity, 
     return round(u, 4)
 
 
+def min_util_to_grow(total: Quantity, util: float, pool: Quantity, pool_needed: Quantity, step: float = STEP) -> float:
+    """The smallest utilization (a multiple of step) that grows a printed pool to pool_needed:
+    pool + total x (u - util), worst case (the non-KV memory is the same at any utilization)."""
+    short = pool_needed.hi - pool.lo
+    if short <= 0:
+        return util
+    u = math.ceil((util + short / total.lo) / step - 1e-9) * step
+    while total.lo * (u - util) < short:
+        u += step
+    return round(u, 4)
+
+
 def util_leaving(total: Quantity, util: float, extra_outside: Quantity, step: float = STEP) -> float:
     """The largest utilization that leaves `extra_outside` more outside the budget than `util` does."""
     u = math.floor((util - extra_outside.hi / total.lo) / step + 1e-9) * step

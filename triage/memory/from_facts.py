@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from triage.memory.inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD,
+from triage.memory.inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA,
                      NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
 from triage.memory.quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
@@ -33,6 +33,8 @@ def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], see
         return KV_FIT
     if "no_cache_memory" in seen:
         return NO_POOL
+    if "mamba_blocks_short" in seen:
+        return MAMBA
     if "sampler_warmup_oom" in seen:
         return SAMPLER_WARMUP
     if "load_model_oom" in seen:
@@ -69,6 +71,30 @@ def _int(facts: Mapping[str, Any], name: str) -> int | None:
     return int(v) if _finite(v) and v > 0 else None
 
 
+def _float(facts: Mapping[str, Any], name: str) -> float | None:
+    v = getattr(facts.get(name), "value", None)
+    return float(v) if _finite(v) and 0 < v <= 1 else None
+
+
+def _advice_total(facts: Mapping[str, Any], util: float) -> Quantity | None:
+    """The GPU's total from vLLM's graph advice, where nothing prints it (0.21+ at INFO): it suggests
+    round(U + E / total, 4) for an estimate E printed to 0.01 GiB, so total = E / (S - U), an interval."""
+    est, suggested = _q(facts, "cuda_graph_estimate_bytes"), _float(facts, "cuda_graph_suggested_util")
+    if est is None or suggested is None or suggested >= 1.0:  # capped at 1.0: the figure is lost
+        return None
+    lo_d, hi_d = suggested - util - 0.00005, suggested - util + 0.00005
+    if lo_d <= 0 or est.lo <= 0:
+        return None
+    return Quantity(est.value / (suggested - util), est.lo / hi_d, est.hi / lo_d, ESTIMATED, est.line)
+
+
+def _graph_estimate(facts: Mapping[str, Any]) -> Quantity | None:
+    """The graphs' estimate, where vLLM took it out of the budget (profiling on: the default from 0.21)."""
+    if getattr(facts.get("cuda_graph_profiling"), "value", None) is False:
+        return None
+    return _q(facts, "cuda_graph_estimate_bytes")
+
+
 def _str(facts: Mapping[str, Any], name: str) -> str | None:
     v = getattr(facts.get(name), "value", None)
     return v if isinstance(v, str) else None
@@ -99,10 +125,13 @@ def _oom(oom: Any, name: str) -> Quantity | None:
     return Quantity.printed_bytes(float(v), getattr(oom, "line", 0)) if _finite(v) else None
 
 
-def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
+def _weights(facts: Mapping[str, Any], tp: int, loaded: float | None = None) -> Quantity | None:
     """Printed weights (per device), else the estimate from the model name split over TP.
 
     Names round the parameter count (7B for 7.6B), seldom up by more than 5%: [-5%, +10%].
+    `loaded` (what PyTorch held plus asked for when loading failed) bounds the weights from
+    below: an estimate under it counted too few bytes per parameter (online quantization loads
+    16-bit weights first), so it is taken at 16 bits, or not at all if that is under it too.
     """
     w = _q(facts, "weights_bytes")
     if w is not None:
@@ -111,7 +140,20 @@ def _weights(facts: Mapping[str, Any], tp: int) -> Quantity | None:
     if not _finite(est) or est <= 0:
         return None
     per = est / tp
-    return Quantity(per, per * 0.95, per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+    if loaded is not None and per * 1.1 < loaded:
+        params = getattr(facts.get("model_params"), "value", None)
+        per = params * 1e9 * 2 / tp if _finite(params) else 0.0
+        if per * 1.1 < loaded:
+            return None
+    return Quantity(per, max(per * 0.95, loaded or 0.0), per * 1.1, ESTIMATED, getattr(facts.get("model"), "line", 0))
+
+
+def _loaded(oom: Any, failure: str | None) -> float | None:
+    """Weights already on the device when loading failed: allocated + the failed request."""
+    alloc, req = getattr(oom, "allocated", None), getattr(oom, "requested", None)
+    if failure != LOAD or not _finite(alloc) or not _finite(req):
+        return None
+    return float(alloc) + float(req)
 
 
 def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
@@ -122,7 +164,7 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
             if util_f is not None and _finite(util_f.value) and 0 < util_f.value <= 1 else
             Quantity.exact(DEFAULT_UTIL, DEFAULT))
     tp = _int(facts, "tensor_parallel_size") or 1
-    total = _q(facts, "gpu_total_bytes") or _oom(oom, "total")
+    total = _q(facts, "gpu_total_bytes") or _oom(oom, "total") or _advice_total(facts, util.value)
     engine = _engine(facts)
     batch = _int(facts, "max_num_batched_tokens")
     length = _int(facts, "max_model_len")
@@ -139,14 +181,15 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     return MemoryInputs(
         engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,
         total=total, free=_q(facts, "startup_free_bytes") or _q(facts, "initial_free_bytes"), util=util,
-        weights=_weights(facts, tp), activation_peak=_q(facts, "activation_peak_bytes"),
+        weights=_weights(facts, tp, _loaded(oom, failure)), activation_peak=_q(facts, "activation_peak_bytes"),
         non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
         pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
         kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),
         block_size=bs, max_model_len=_int(facts, "max_model_len"),
         max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=batch, batch_follows_len=follows,
         oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), oom_held=_oom(oom, "this_process"), foreign=_q(facts, "foreign_bytes"),
-        cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, pp=_int(facts, "pipeline_parallel_size") or 1,
+        cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, graph_estimate=_graph_estimate(facts),
+        graph_advice=_float(facts, "cuda_graph_suggested_util"), mamba_blocks=_int(facts, "mamba_blocks"), pp=_int(facts, "pipeline_parallel_size") or 1,
         dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),
         kv_cache_memory=_q(facts, "kv_cache_memory_bytes"), multimodal=bool(getattr(facts.get("multimodal"), "value", False)),
         mm_single_seq=multimodal_single_seq, swap_total=_q(facts, "swap_bytes"), cpu_total=_q(facts, "cpu_total_bytes"),

@@ -75,3 +75,19 @@ def tokens_per_gib(block_bytes: Quantity, block_size: int) -> Quantity:
     g = float(1 << 30)
     return Quantity(g * block_size / block_bytes.value, g * block_size / block_bytes.hi,
                     g * block_size / block_bytes.lo if block_bytes.lo > 0 else math.inf, block_bytes.source)
+
+
+def request_blocks(max_model_len: int, block_size: int, sliding_window: int | None = None,
+                   max_num_batched_tokens: int | None = None) -> int:
+    """Blocks one max_model_len request takes in one layer (v1/kv_cache_interface.py, 0.10+):
+    full attention cdiv(len, block); a sliding window keeps window - 1 + the batch's new tokens, and
+    one more block because the window need not start at a block's edge."""
+    if sliding_window is None:
+        return cdiv(max_model_len, block_size)
+    tokens = min(sliding_window - 1 + (max_num_batched_tokens or 0), max_model_len)
+    return cdiv(tokens, block_size) + 1
+
+
+def max_concurrency(num_blocks: int, per_request_blocks: int) -> float:
+    """vLLM's `Maximum concurrency for N tokens per request: X` (get_max_concurrency_for_kv_cache_config)."""
+    return num_blocks / per_request_blocks if per_request_blocks > 0 else 0.0

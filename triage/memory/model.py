@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from triage.memory import budget, kv
 from triage.memory.checks import FITS, Check, compare, fmt, unknown
-from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
+from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA, NO_POOL, OUTSIDE, PROFILE,
                      SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
 from triage.memory.quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 from triage.records import Record, replace
@@ -65,7 +65,8 @@ def non_kv(inp: MemoryInputs) -> Quantity | None:
     parts = (inp.weights, inp.activation_peak, inp.non_torch)
     if all(p is not None for p in parts):
         return parts[0] + parts[1] + parts[2]  # type: ignore[operator]
-    if inp.pool is not None and inp.total is not None and inp.util.source != "default":
+    if inp.pool is not None and inp.total is not None and inp.kv_cache_memory is None:
+        # with the utilization not printed, vLLM's default (0.9 in every version) sized the pool
         return budget.requested(inp.total, inp.util.value) - inp.pool
     return None
 
@@ -105,8 +106,12 @@ def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
         if tp_ratio != 1:
             bb = bb.with_source(ESTIMATED)
     nk = _non_kv_under(inp, tp_ratio, token_ratio)
-    return Resolved(util, tp_ratio, kv_ratio, token_ratio, seq_ratio, length, bb, nk,
-                    _pool_under(inp, cfg, util, nk, tp_ratio, token_ratio))
+    pool = _pool_under(inp, cfg, util, nk, tp_ratio, token_ratio)
+    if cfg.enforce_eager and inp.graph_estimate is not None and cfg.kv_cache_memory is None:
+        # 0.21+: with no graphs to capture the estimate is not taken out of the budget
+        nk = nk - inp.graph_estimate if nk is not None else None
+        pool = pool + inp.graph_estimate if pool is not None else None
+    return Resolved(util, tp_ratio, kv_ratio, token_ratio, seq_ratio, length, bb, nk, pool)
 
 
 def _ratio(new: int | None, old: int | None) -> float:
@@ -137,13 +142,22 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
                 tp_ratio: float, token_ratio: float) -> Quantity | None:
     if cfg.kv_cache_memory is not None:  # pinned: the utilization does not size the pool
         if inp.kv_cache_memory is not None and cfg.kv_cache_memory == int(inp.kv_cache_memory.value):
-            return inp.kv_cache_memory if tp_ratio == 1 else None
+            if tp_ratio != 1:
+                return None
+            return inp.pool if inp.pool is not None else inp.kv_cache_memory  # the same pool vLLM printed
         return Quantity.exact(cfg.kv_cache_memory, GIVEN)
     unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
         return inp.pool  # a smaller profile batch only grows the pool: the printed one is the worst case
     if inp.total is None or nk is None:
         return None
+    if tp_ratio == 1 and token_ratio <= 1 and inp.pool is not None and inp.non_kv is None and inp.kv_cache_memory is None \
+            and (inp.weights is None or inp.activation_peak is None or inp.non_torch is None):
+        # pool = total x u - non_kv with the same total on both sides: pool + total x (u - U), not
+        # total x u - (total x U - pool) with the total's interval counted twice
+        d = util - inp.util.value
+        step = inp.total.scale(abs(d))
+        return inp.pool + step if d >= 0 else inp.pool - step
     return budget.pool(inp.total, util, nk)
 
 
@@ -155,7 +169,8 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
         cfg = replace_offload(cfg)
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _profile, _kv_alloc, _outside, _swap):
+    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _mamba, _profile,
+                 _kv_alloc, _outside, _swap):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
@@ -233,8 +248,8 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     req = budget.requested(inp.total, r.util)
     if r.pool is not None:
         return compare(NO_POOL, what, Quantity.exact(1, GIVEN), r.pool)
-    if inp.weights is None:
-        return None
+    if inp.weights is None or (capacity_tokens(inp) and r.util == inp.util.value and r.tp_ratio == 1):
+        return None  # vLLM sized a pool of tokens under this very budget: it was positive
     w = inp.weights.scale(r.tp_ratio)
     if r.tp_ratio != 1:
         w = w.with_source(ESTIMATED)
@@ -252,11 +267,15 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if length is None:
         return None
     what = f"KV pool holds one max_model_len {length:,} request"
-    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1 and length <= inp.kv_estimate:
-        # vLLM computed this bound on the exact pool: at or under it the same pool fits
-        est = Quantity.exact(inp.kv_estimate, PRINTED)
-        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), est, unit="tokens",
-                       note="at or under vLLM's own estimate for this pool")
+    bound = estimate_bound(inp, r)
+    exact_need = inp.kv_needed is not None and length == inp.max_model_len  # the printed need, scaled by dtype
+    if bound is not None and (r.kv_ratio == 1 or (length <= bound and not exact_need)):
+        # vLLM searched the longest length on the exact pool: at or under it the same pool fits,
+        # above it (same dtype) it does not, whatever a per-token figure would say
+        note = "vLLM's own estimate for this pool" if r.kv_ratio == 1 else \
+            f"vLLM's estimate for this pool, {inp.kv_estimate:,}, x {1 / r.kv_ratio:g} for {r.kv_ratio:g}x the bytes per token"
+        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), Quantity.exact(bound, PRINTED), unit="tokens",
+                       note=("at or under " if length <= bound else "above ") + note)
     cap = capacity_tokens(inp)
     if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:  # the pool as printed: its exact capacity
         blocks = int(cap // inp.block_size / r.kv_ratio)
@@ -276,6 +295,39 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure == KV_FIT:
         return unknown(KV_FIT, what, *_kv_fit_missing(inp, r))
     return None
+
+
+def estimate_bound(inp: MemoryInputs, r: Resolved) -> int | None:
+    """The longest length vLLM's printed estimate guarantees under a config that keeps the pool.
+
+    The KV need per token never rises with the length (full attention is linear; sliding-window,
+    chunked-local and Mamba layers stop growing), so need(L) <= need(est) x L / est: a dtype
+    with kv_ratio times the bytes holds est / kv_ratio tokens, in whole blocks.
+    """
+    if not inp.kv_estimate or r.pool is not inp.pool or r.tp_ratio != 1 or r.kv_ratio > 1:
+        return None
+    if r.kv_ratio == 1:
+        return inp.kv_estimate
+    return int(inp.kv_estimate / r.kv_ratio) // inp.block_size * inp.block_size
+
+
+def _mamba(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
+    """Hybrid models keep one state block per running sequence (config/compilation.py, 0.2x+): the
+    pool's blocks scale with it, [pool / (M + 1), pool / M] bytes each, whole blocks."""
+    if inp.failure != MAMBA or not inp.mamba_blocks:
+        return None
+    seqs = cfg.max_num_seqs or inp.max_num_seqs
+    what = f"Mamba cache blocks hold max_num_seqs {seqs:,}" if seqs else "Mamba cache blocks hold max_num_seqs"
+    if not seqs:
+        return unknown(MAMBA, what, "max_num_seqs")
+    if r.pool is inp.pool:
+        blocks = inp.mamba_blocks
+    elif r.pool is not None and inp.pool is not None:
+        blocks = int(max(r.pool.lo, 0) // (inp.pool.hi / inp.mamba_blocks))
+    else:
+        return unknown(MAMBA, what, "the KV pool these flags leave")
+    return compare(MAMBA, what, Quantity.exact(seqs, GIVEN), Quantity.exact(blocks, DERIVED if r.pool is not inp.pool
+                   else PRINTED), unit="blocks", note="one state block per running sequence")
 
 
 def _kv_fit_missing(inp: MemoryInputs, r: Resolved) -> list[str]:

@@ -17,7 +17,7 @@ from triage.memory.checks import FAILS, FITS, Check, overall
 from triage.memory.flags import apply
 from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
                      MemoryInputs)
-from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, evaluate, reserve, resolve
+from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, estimate_bound, evaluate, reserve, resolve
 from triage.memory.quantities import Quantity
 from triage.records import Record
 
@@ -87,6 +87,8 @@ def kv_util(inp: MemoryInputs, cfg: Config | None = None) -> float | None:
         return None
     need = kv.needed_bytes(r.max_model_len, r.block_bytes, inp.block_size)
     u = budget.min_util_for_pool(inp.total, r.non_kv, need)
+    if inp.pool is not None and r.pool is inp.pool:  # the same total on both sides: grow the printed pool
+        u = min(u, budget.min_util_to_grow(inp.total, inp.util.value, inp.pool, need))
     if u > MAX_UTIL:
         return None
     return u if verify(inp, {"--gpu-memory-utilization": num(u)}, cfg).ok else None
@@ -106,8 +108,12 @@ def fit_len(inp: MemoryInputs, cfg: Config | None = None) -> int | None:
         n = int(inp.gpu_blocks / r.kv_ratio) * bs
     else:
         return None
-    if inp.kv_estimate and r.pool is inp.pool and r.kv_ratio == 1:
-        n = max(n, inp.kv_estimate)  # vLLM's own bound, computed on the exact pool
+    est = estimate_bound(inp, r)
+    if est is not None:
+        # vLLM's own search on the exact pool bounds it both ways at this dtype; with fewer bytes
+        # per token the need per token only falls as the length grows (sliding-window and Mamba
+        # layers stop growing), so est / kv_ratio is safe where a per-token figure is not
+        n = est if r.kv_ratio == 1 else min(n, est)
     if r.max_model_len:
         n = min(n, r.max_model_len)
     if n < bs:
@@ -197,10 +203,49 @@ def offload_gb(inp: MemoryInputs) -> int | None:
 
 
 def eager_fits(inp: MemoryInputs) -> bool:
-    """Does --enforce-eager alone (no graph memory, as the log printed it) make room?"""
+    """Does --enforce-eager alone make room: the graph memory the log printed (after capture), or
+    the estimate 0.21+ took out of the budget before the KV cache?"""
     if inp.failure == GRAPHS:
         return False  # the capture rule offers it on its own terms
-    return inp.cuda_graph is not None and verify(inp, {"--enforce-eager": ""}).ok
+    if inp.cuda_graph is None and inp.graph_estimate is None:
+        return False
+    return verify(inp, {"--enforce-eager": ""}).ok
+
+
+def advice_holds(inp: MemoryInputs) -> bool | None:
+    """vLLM's suggested utilization (keep the KV pool it had before 0.21) under the failing check:
+    True/False, None where it printed none or the check cannot tell."""
+    if inp.graph_advice is None:
+        return None
+    v = verify(inp, {"--gpu-memory-utilization": num(inp.graph_advice)})
+    if v.ok:
+        return True
+    return False if v.target is not None and v.target.verdict == FAILS else None
+
+
+def mamba_seqs(inp: MemoryInputs) -> int | None:
+    """Hybrid models: as many sequences as the pool has state blocks (vLLM's own bound)."""
+    if not inp.mamba_blocks or (inp.max_num_seqs and inp.mamba_blocks >= inp.max_num_seqs):
+        return None
+    return _ok_int(inp, "--max-num-seqs", inp.mamba_blocks)
+
+
+def mamba_util(inp: MemoryInputs) -> float | None:
+    """Hybrid models: the least utilization whose pool holds max_num_seqs state blocks (worst case)."""
+    if not inp.mamba_blocks or not inp.max_num_seqs or inp.pool is None or inp.total is None:
+        return None
+    nk = resolve(inp, inp.current()).non_kv
+    if nk is None:
+        return None
+    need = Quantity.exact(inp.max_num_seqs * inp.pool.hi / inp.mamba_blocks)
+    u = budget.min_util_for_pool(inp.total, nk, need)
+    while u <= MAX_UTIL and not verify(inp, {"--gpu-memory-utilization": num(u)}).ok:
+        u = round(u + budget.STEP, 4)
+    return u if u <= MAX_UTIL else None
+
+
+def _ok_int(inp: MemoryInputs, flag: str, n: int) -> int | None:
+    return n if n >= 1 and _ok(inp, {flag: str(n)}) else None
 
 
 def profile_len(inp: MemoryInputs) -> int | None:

@@ -33,6 +33,23 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         size = next((r for r in rest if r.type == "SIZE"), None)
         return {"kind": "graph_capture_done", "seconds": num(secs), "bytes": parse_size(size) if size else None}
 
+    def graph_estimate(self, size, tail=None):
+        return {"kind": "cuda_graph_estimate", "bytes": parse_size(size)}
+
+    def graph_advice(self, current, equivalent, suggested, tail=None):
+        return {"kind": "cuda_graph_advice", "current": num(current), "equivalent": num(equivalent),
+                "suggested": num(suggested)}
+
+    def graph_unprofiled(self, tail=None):
+        # "... increasing --gpu-memory-utilization from U to S." ends the warning
+        words = str(tail or "").rstrip(". ").split()
+        nums = [w for w in words[-3:] if w.replace(".", "", 1).isdigit()]
+        pair = (num(nums[0]), num(nums[1])) if len(nums) == 2 and words[-2] == "to" else (None, None)
+        return {"kind": "cuda_graph_advice", "profiled": False, "current": pair[0], "suggested": pair[1]}
+
+    def graph_pool(self, actual, estimated, tail=None):
+        return {"kind": "cuda_graph_pool", "actual": parse_size(actual), "estimated": parse_size(estimated)}
+
     def sampler_oom(self, what, n, tail=None):
         return {"kind": "sampler_warmup_oom", "requests": whole(n), "what": str(what).split()[0]}
 
@@ -48,7 +65,11 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "phase", "phase": "profiling", "what": str(head)}
 
     def weights_start(self, head, tail=None):
-        return {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+        out = {"kind": "phase", "phase": "loading_weights", "what": str(head)}
+        words = str(tail or "").split()
+        if str(head) == "Starting to load model" and words and words[0].endswith("..."):
+            out["model"] = words[0][:-3]  # `Starting to load model Qwen/Qwen3-32B...`
+        return out
 
     def swap(self, head, swap, total, tail=None):
         return {"kind": "swap_space", "swap": parse_size(swap), "cpu_total": parse_size(total),

@@ -93,6 +93,13 @@ class FailureEvents(Transformer):
     def systemd_oom(self, tail=None):
         return {"kind": "host_memory_problem", "problem": "systemd: the kernel OOM killer killed a process of the unit"}
 
+    def batch_default(self, n, tail=None):
+        return {"kind": "scheduler_batch", "max_num_batched_tokens": whole(n)}
+
+    def rank_assigned(self, rank, world, dp, pp, *rest):
+        ints = [x for x in rest if getattr(x, "type", "") == "INT"]
+        return {"kind": "rank_assigned", "world": whole(world), "pp_rank": whole(pp), "tp_rank": whole(ints[-1])}
+
     def world_size(self, world, gpus, tail=None):
         return {"kind": "not_enough_gpus", "required": whole(world), "available": whole(gpus),
                 "detail": f"world size {world} is larger than the {gpus} GPUs available in this node"}

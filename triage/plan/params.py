@@ -65,16 +65,23 @@ def _moe_layer(cfg: TextConfig, i: int) -> bool:
     return (i + 1) % step == 0
 
 
+# MLPs of two matrices (up, down: fc1/fc2, c_fc/c_proj) rather than gate + up + down
+_TWO_MATRIX_MLP = ("phi", "gpt2", "gpt_bigcode", "gpt_neox", "gptj", "falcon", "opt", "bloom", "starcoder2", "mpt")
+
+
 def _mlp(cfg: TextConfig, i: int) -> tuple[int, int]:
     """(all MLP params, routed-expert params) of layer i."""
     hidden, inter = cfg.number("hidden_size"), cfg.number("intermediate_size")
+    mats = 2 if cfg.model_type in _TWO_MATRIX_MLP else 3
     if not _moe_layer(cfg, i):
-        return 3 * hidden * inter, 0
+        return mats * hidden * cfg.number("intermediate_size_mlp", inter), 0  # Llama 4's dense layers are wider
     experts = cfg.number("num_experts")
     expert_inter = cfg.number("moe_intermediate_size", inter) or inter
     routed = experts * 3 * hidden * expert_inter
     shared = cfg.number("n_shared_experts") * 3 * hidden * expert_inter
     shared += 3 * hidden * cfg.number("shared_expert_intermediate_size")
+    if cfg.model_type.startswith("llama4"):  # one shared expert of intermediate_size beside the routed ones
+        shared += 3 * hidden * inter
     return routed + shared + hidden * experts, routed
 
 

@@ -20,6 +20,24 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
                 "max_position_embeddings": 131072, "tie_word_embeddings": False},
+    # transformers 5.x configuration_gemma*.py: head_dim 256 whatever hidden / heads gives
+    "gemma": {"hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+              "tie_word_embeddings": True},
+    "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+               "sliding_window": 4096, "tie_word_embeddings": True},
+    "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
+                    "max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6,
+                    "tie_word_embeddings": True},
+    "qwen3": {"head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 32768, "tie_word_embeddings": False},
+    "qwen3_moe": {"head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 32768},
+    "gpt_oss": {"head_dim": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "sliding_window": 128,
+                "num_local_experts": 128, "num_experts_per_tok": 4, "vocab_size": 201088},
+    "llama4_text": {"head_dim": 128, "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
+                    "intermediate_size": 8192, "intermediate_size_mlp": 16384, "vocab_size": 202048,
+                    "attention_chunk_size": 8192, "tie_word_embeddings": False},
 }
 # Alternative key names, tried in order (vLLM's get_total_num_kv_heads reads the same list).
 _ALIASES = {
@@ -28,6 +46,7 @@ _ALIASES = {
     "num_attention_heads": ("num_attention_heads", "n_head"),
     "hidden_size": ("hidden_size", "d_model", "n_embd"),
     "num_experts": ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"),
+    "decoder_sparse_step": ("decoder_sparse_step", "interleave_moe_layer_step"),
 }
 # The keys vLLM's _get_and_verify_max_len reads for the model's own length; the smallest wins.
 LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -86,7 +105,7 @@ class TextConfig:
 
     def head_dim(self) -> int:
         """`head_dim` when the config gives one, else hidden / heads (vLLM's get_head_size)."""
-        explicit = self.text.get("head_dim")
+        explicit = self.get("head_dim")  # the config's, else its model type's default (Gemma: 256)
         if explicit is not None:
             return int(explicit)
         heads = self.number("num_attention_heads")

@@ -21,7 +21,8 @@ from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class
 )
 from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     PhaseMark, GraphCaptureDone, SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace,
-    Ready, EngineConfig,
+    Ready, EngineConfig, RankAssigned, CudaGraphEstimate, CudaGraphAdvice, CudaGraphPool,
+    SchedulerBatch,
 )
 from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine, AddressInUse,

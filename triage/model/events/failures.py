@@ -160,6 +160,7 @@ class CapabilityTooLow(Event):
 
     kind = "capability_too_low"
     role = Role.CAUSE
+    facts = {"compute_capability": "capability"}  # the GPU's: remedies below vLLM's 7.0 floor are none
     feature: str
     gpu: str | None = None
     capability: str | None = None

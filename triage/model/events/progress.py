@@ -17,11 +17,14 @@ class PhaseMark(Event):
     kind = "phase"
     phase: str
     what: str = ""
+    model: str | None = None  # `Starting to load model NAME...` (V1) names it where no arg dump does
 
     def reached_phase(self) -> str | None:
         return self.phase
 
     def add_facts(self, facts: FactSink) -> None:
+        if self.model:
+            facts.put("model", self.model, self)
         if self.phase == "cuda_graph_capture" and "graph_capture" not in facts:
             facts.set("graph_capture", "started", self)
 
@@ -38,6 +41,48 @@ class GraphCaptureDone(Event):
 
     def add_facts(self, facts: FactSink) -> None:
         facts.set("graph_capture", "done", self)
+
+
+@event
+class CudaGraphEstimate(Event):
+    """`Estimated CUDA graph memory: X GiB total` (0.21+): taken out of the budget before the KV cache."""
+
+    kind = "cuda_graph_estimate"
+    facts = {"cuda_graph_estimate_bytes": "bytes"}
+    bytes: int
+
+    def add_facts(self, facts: FactSink) -> None:
+        if "cuda_graph_profiling" not in facts:
+            facts.put("cuda_graph_profiling", True, self)
+
+
+@event
+class CudaGraphAdvice(Event):
+    """vLLM's utilization advice on the graphs' estimate: `The current --gpu-memory-utilization=U is
+    equivalent to ... =E ... increase --gpu-memory-utilization to S` (profiling on, 0.21+), or the
+    warning that it is off (`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`, `from U to S`)."""
+
+    kind = "cuda_graph_advice"
+    facts = {"cuda_graph_suggested_util": "suggested", "cuda_graph_equivalent_util": "equivalent"}
+    profiled: bool = True
+    current: float | None = None
+    equivalent: float | None = None
+    suggested: float | None = None
+
+    def add_facts(self, facts: FactSink) -> None:
+        facts.set("cuda_graph_profiling", self.profiled, self)
+        if self.current is not None and "gpu_memory_utilization" not in facts:  # the arguments say it first
+            facts.put("gpu_memory_utilization", self.current, self)
+
+
+@event
+class CudaGraphPool(Event):
+    """`CUDA graph pool memory: A GiB (actual), E GiB (estimated), difference: ...` after capture."""
+
+    kind = "cuda_graph_pool"
+    facts = {"cuda_graph_bytes": "actual", "cuda_graph_estimate_bytes": "estimated"}
+    actual: int
+    estimated: int
 
 
 @event
@@ -113,3 +158,28 @@ class EngineConfig(Event):
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():
             facts.put(key, value, self)
+
+
+@event
+class RankAssigned(Event):
+    """`rank R in world size W is assigned as DP rank d, PP rank p, TP rank t`: TP >= t + 1, PP >= p + 1."""
+
+    kind = "rank_assigned"
+    world: int
+    pp_rank: int = 0
+    tp_rank: int = 0
+
+    def add_facts(self, facts: FactSink) -> None:
+        for name, seen in (("tensor_parallel_size", self.tp_rank + 1), ("pipeline_parallel_size", self.pp_rank + 1)):
+            now = facts.value(name)
+            if now is None or (isinstance(now, int) and now < seen):
+                facts.set(name, seen, self)
+
+
+@event
+class SchedulerBatch(Event):
+    """`Chunked prefill is enabled with max_num_batched_tokens=N.`: the V1 profile batch, set or defaulted."""
+
+    kind = "scheduler_batch"
+    facts = {"max_num_batched_tokens": "max_num_batched_tokens"}
+    max_num_batched_tokens: int
