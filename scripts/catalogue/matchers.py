@@ -1,0 +1,103 @@
+"""A message template -> a bounded regular expression, or the reason it is too vague to keep.
+
+Literal text is escaped with its whitespace runs made flexible (``\\s+``: a log may wrap or
+re-indent a message); each formatted field is a bounded non-greedy group named after its
+expression where that is a plain name (``self.max_model_len`` -> ``max_model_len``).  Fields
+that open or close the template are left out of the pattern: the pattern is searched for in
+a line, so they add nothing but cost.  No repeat is unbounded inside another: the only
+repeats are ``\\s+`` (between literals) and ``.{0,FIELD}?`` (a field), never nested.
+Messages are matched on their first line only: a log prints each line of a multi-line
+message on its own line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from templates import Part
+
+FIELD = 200  # the longest text one formatted field may stand for
+MIN_LONGEST = 12  # the longest literal run must be at least this long ...
+MIN_LETTERS = 18  # ... and the literal text hold this many letters, or the template is too vague
+MAX_FIELDS = 8  # more fields than this and the pattern is cut after the eighth's literal
+_WORDY = re.compile(r"[A-Za-z]")
+
+
+def first_line(parts: list[Part]) -> list[Part]:
+    """The parts up to the message's first line break that leaves literal text before it."""
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, str) and "\n" in p:
+            head = p.split("\n", 1)[0]
+            if head.strip() or any(isinstance(q, str) and q.strip() for q in out):
+                if head:
+                    out.append(head)
+                break
+            p = p.split("\n", 1)[1].lstrip("\n")  # a message that opens with a line break
+            p = p.split("\n", 1)[0]
+            if p:
+                out.append(p)
+            break
+        out.append(p)
+    return out
+
+
+def literals(parts: list[Part]) -> list[str]:
+    return [p for p in parts if isinstance(p, str)]
+
+
+def too_vague(parts: list[Part]) -> str | None:
+    """Why a template cannot be told from other text, or None when it can."""
+    lits = [" ".join(s.split()) for s in literals(parts)]
+    if not lits:
+        return "no literal text"
+    if max(len(s) for s in lits) < MIN_LONGEST:
+        return f"longest literal under {MIN_LONGEST} characters"
+    if sum(len(_WORDY.findall(s)) for s in lits) < MIN_LETTERS:
+        return f"under {MIN_LETTERS} letters of literal text"
+    return None
+
+
+def longest_literal(parts: list[Part]) -> str:
+    """The prefilter: the longest literal run, whitespace collapsed, as it must appear."""
+    runs = [w for s in literals(parts) for w in re.split(r"\s{2,}|\n", s)]
+    best = max((" ".join(r.split()) for r in runs), key=len, default="")
+    return best
+
+
+def pattern(parts: list[Part]) -> str:
+    """The search pattern of a (first-line) template."""
+    while parts and not isinstance(parts[0], str):
+        parts = parts[1:]
+    while parts and not isinstance(parts[-1], str):
+        parts = parts[:-1]
+    out: list[str] = []
+    names: dict[str, int] = {}
+    fields = 0
+    for i, p in enumerate(parts):
+        if isinstance(p, str):
+            out.append(_literal(p, first=i == 0, last=i == len(parts) - 1))
+            if fields >= MAX_FIELDS:
+                break
+        else:
+            fields += 1
+            out.append(f"(?P<{_group(p[0], names)}>.{{0,{FIELD}}}?)")
+    return "".join(out)
+
+
+def _literal(text: str, first: bool, last: bool) -> str:
+    if first:
+        text = text.lstrip()
+    if last:
+        text = text.rstrip()
+    chunks = re.split(r"(\s+)", text)
+    return "".join(r"\s+" if c.isspace() else re.escape(c) for c in chunks if c)
+
+
+def _group(expr: str, names: dict[str, int]) -> str:
+    base = expr.rsplit(".", 1)[-1] if re.fullmatch(r"[A-Za-z_][\w.]*", expr) else "value"
+    base = re.sub(r"\W", "_", base).strip("_")[:40] or "value"
+    if base[0].isdigit():
+        base = "v_" + base
+    names[base] = names.get(base, 0) + 1
+    return base if names[base] == 1 else f"{base}_{names[base]}"
