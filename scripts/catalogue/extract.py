@@ -106,19 +106,28 @@ class _Walker(ast.NodeVisitor):
 
     def __init__(self, functions: re.Pattern | None) -> None:
         self.found: list[tuple[str, list[Part], int, str]] = []
-        self.stack: list[tuple[str, dict[str, ast.AST]]] = [("<module>", {})]
+        self.stack: list[tuple[str, dict]] = [("<module>", {})]
         self.functions = functions
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        local: dict[str, ast.AST] = {}
+        local: dict[str, list[tuple[int, ast.AST]]] = {}
         for sub in ast.walk(node):
             if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
-                local.setdefault(sub.targets[0].id, sub.value)  # the first: vLLM's msg = ...; msg += ...
+                local.setdefault(sub.targets[0].id, []).append((sub.lineno, sub.value))
         self.stack.append((node.name, local))
         self.generic_visit(node)
         self.stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _local(self, line: int) -> dict[str, ast.AST]:
+        """Each local name's value as last assigned before `line` (``message = ...`` per branch)."""
+        out = {}
+        for name, values in self.stack[-1][1].items():
+            before = [v for ln, v in sorted(values, key=lambda lv: lv[0]) if ln < line]
+            if before:
+                out[name] = before[-1]
+        return out
 
     def _keep(self, cls: str, parts: list[Part] | None, line: int) -> None:
         func = self.stack[-1][0]
@@ -128,25 +137,31 @@ class _Walker(ast.NodeVisitor):
     def visit_Raise(self, node: ast.Raise) -> None:
         exc = node.exc
         if isinstance(exc, ast.Call) and exc.args:
-            cls = _name(exc.func)
+            cls, msg = _name(exc.func), exc.args[0]
+            if not cls[:1].isupper() and len(exc.args) > 1 and _looks_like_class(exc.args[0]):
+                cls, msg = _name(exc.args[0]), exc.args[1]  # raise _format(RepoNotFoundError, message, ...)
             if cls and cls not in SKIP_CLASSES:
-                self._keep(cls, template_of(exc.args[0], self.stack[-1][1]), node.lineno)
+                self._keep(cls, template_of(msg, self._local(node.lineno)), node.lineno)
         self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert) -> None:
         if node.msg is not None:
-            self._keep("AssertionError", template_of(node.msg, self.stack[-1][1]), node.lineno)
+            self._keep("AssertionError", template_of(node.msg, self._local(node.lineno)), node.lineno)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if (isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and node.args
                 and "log" in _name(func.value).lower()):
-            first = template_of(node.args[0], self.stack[-1][1])
+            first = template_of(node.args[0], self._local(node.lineno))
             if first is not None and len(node.args) > 1 and len(first) == 1 and isinstance(first[0], str):
                 first = percent_template(first[0], [ast.unparse(a)[:80] for a in node.args[1:]])
             self._keep(f"logger.{func.attr}", first, node.lineno)
         self.generic_visit(node)
+
+
+def _looks_like_class(node: ast.AST) -> bool:
+    return bool(re.search(r"(Error|Exception|Warning)$", _name(node))) and _name(node)[:1].isupper()
 
 
 def _name(node: ast.AST) -> str:

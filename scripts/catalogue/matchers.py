@@ -6,8 +6,7 @@ expression where that is a plain name (``self.max_model_len`` -> ``max_model_len
 that open or close the template are left out of the pattern: the pattern is searched for in
 a line, so they add nothing but cost.  No repeat is unbounded inside another: the only
 repeats are ``\\s+`` (between literals) and ``.{0,FIELD}?`` (a field), never nested.
-Messages are matched on their first line only: a log prints each line of a multi-line
-message on its own line.
+Each line of a multi-line message is a matcher of its own (a log prints each on its own line).
 """
 
 from __future__ import annotations
@@ -20,25 +19,47 @@ FIELD = 200  # the longest text one formatted field may stand for
 MIN_LONGEST = 12  # the longest literal run must be at least this long ...
 MIN_LETTERS = 18  # ... and the literal text hold this many letters, or the template is too vague
 MAX_FIELDS = 8  # more fields than this and the pattern is cut after the eighth's literal
+PREFIX_LETTERS = 60  # letters of literal text after which the rest of a message is not required
 _WORDY = re.compile(r"[A-Za-z]")
 
 
-def first_line(parts: list[Part]) -> list[Part]:
-    """The parts up to the message's first line break that leaves literal text before it."""
-    out: list[Part] = []
+def lines_of(parts: list[Part]) -> list[list[Part]]:
+    """The lines of a multi-line message: a log prints each on its own line."""
+    lines: list[list[Part]] = [[]]
     for p in parts:
         if isinstance(p, str) and "\n" in p:
-            head = p.split("\n", 1)[0]
-            if head.strip() or any(isinstance(q, str) and q.strip() for q in out):
-                if head:
-                    out.append(head)
+            for k, piece in enumerate(p.split("\n")):
+                if k:
+                    lines.append([])
+                if piece:
+                    lines[-1].append(piece)
+        else:
+            lines[-1].append(p)
+    return [ln for ln in lines if ln]
+
+
+def prefix(parts: list[Part]) -> list[Part]:
+    """The message up to PREFIX_LETTERS letters of literal text (cut at a word's end): enough to
+    tell it from any other, and what survives a pasted line cut short or a reworded tail."""
+    out: list[Part] = []
+    letters = 0
+    for p in parts:
+        if not isinstance(p, str):
+            out.append(p)
+            continue
+        n = len(_WORDY.findall(p))
+        if letters + n <= PREFIX_LETTERS:
+            out.append(p)
+            letters += n
+            continue
+        cut = 0
+        for m in re.finditer(r"[A-Za-z]+", p):
+            cut = m.end()
+            letters += len(m.group())
+            if letters >= PREFIX_LETTERS:
                 break
-            p = p.split("\n", 1)[1].lstrip("\n")  # a message that opens with a line break
-            p = p.split("\n", 1)[0]
-            if p:
-                out.append(p)
-            break
-        out.append(p)
+        out.append(p[:cut])
+        break
     return out
 
 

@@ -26,7 +26,7 @@ def template_of(node: ast.AST | None, local: dict[str, ast.AST] | None = None, d
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.JoinedStr):
-        return _fstring(node)
+        return _fstring(node, local, depth)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left = template_of(node.left, local, depth + 1)
         right = template_of(node.right, local, depth + 1)
@@ -65,13 +65,17 @@ def percent_template(fmt: str, args: list[str]) -> list[Part]:
     return _joined(parts)
 
 
-def _fstring(node: ast.JoinedStr) -> list[Part]:
+def _fstring(node: ast.JoinedStr, local: dict[str, ast.AST], depth: int) -> list[Part]:
+    """An f-string; a field that is a local message (f"{msg} Try ...") is spliced in."""
     parts: list[Part] = []
     for value in node.values:
         if isinstance(value, ast.Constant):
             parts.append(str(value.value))
         elif isinstance(value, ast.FormattedValue):
-            parts.append([_src(value.value)])
+            inner = None
+            if isinstance(value.value, ast.Name) and value.value.id in local and value.format_spec is None:
+                inner = template_of(local[value.value.id], {}, depth + 1)
+            parts.extend(inner if inner else [[_src(value.value)]])
     return _joined(parts)
 
 
