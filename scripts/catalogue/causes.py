@@ -54,14 +54,15 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ("dependency_missing", None, re.compile(
         r"pip install|please install|is not installed|not installed|No module named|"
         r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
-        r"CUDA_HOME|nvcc|could not find .*(compiler|executable)|ffmpeg|numactl", _I)),
+        r"CUDA_HOME|could not find .*(compiler|executable)|"
+        r"\b(nvcc|ffmpeg|numactl)\b.{0,40}(not found|not installed|not available|install)", _I)),
     ("dependency_missing", r"ImportError", re.compile(r".")),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     ("startup_timeout", None, re.compile(r"timed out|timeout|did not receive response|deadline", _I)),
     ("port_in_use", None, re.compile(r"address already in use|port \{?\w*\}? is (already )?in use", _I)),
     ("disk_space_exhausted", None, re.compile(r"no space left on device|disk space", _I)),
     ("cache_dir_not_writable", None, re.compile(r"permission denied|not writable|read-only file", _I)),
-    ("shared_memory_exhausted", None, re.compile(r"/dev/shm|shared memory .*(size|space|too small)", _I)),
+    ("shared_memory_exhausted", None, re.compile(r"/dev/shm", _I)),
     ("hf_auth_required", None, re.compile(r"gated repo|HF_TOKEN|access token|authenticat|\b40[13]\b|unauthori", _I)),
     ("hub_unreachable", None, re.compile(
         r"couldn't connect|could not connect|offline mode|HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE|"
@@ -97,11 +98,14 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ("parallelism_mismatch", None, re.compile(
         r"tensor[_ ]parallel|pipeline[_ ]parallel|data[_ ]parallel|expert[_ ]parallel|context[_ ]parallel|"
         r"\btp[_ ]size|\bpp[_ ]size|\bdp[_ ]size|world[_ ]size|placement group|number of (gpus|devices)|"
-        r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|"
+        r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|ray cluster|head node|"
         r"\b(tp|pp|dp|ep)\b.*(divisible|must)|divisible by .*(parallel|size)", _I)),
     ("nccl_failure", None, re.compile(
         r"nccl|process ?group|rendezvous|barrier|init_process_group|\bp2p\b|peer[- ]to[- ]peer|all_?reduce|"
         r"distributed (environment|backend)|torch\.distributed|gloo", _I)),
+    ("package_version_mismatch", None, re.compile(
+        r"please (upgrade|update)|version\s*(>=|>|of at least)|requires? [\w-]+\s*>=|\bor (later|newer)\b|"
+        r"is too old|incompatible version", _I)),
     ("model_files_corrupt", None, re.compile(
         r"safetensors|checkpoint|\bshards?\b|weights? files?|\.bin\b|load key|header|incomplete|corrupt|"
         r"model weights|not initialized from|unexpected key|missing key|index file", _I)),
@@ -115,8 +119,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         r"deprecated|no longer supported|has been removed|block.size", _I)),
 ]
 
-# (file regex, cause): where a template is raised, when its wording did not decide.
-PLACES: list[tuple[str, str]] = [
+# (file regex, cause[, class regex]): where a template is raised, when its wording did not decide.
+PLACES: list[tuple[str, ...]] = [
     (r"vllm/config\.py|vllm/config/.*", "invalid_arguments"),
     (r"vllm/engine/arg_utils\.py", "invalid_arguments"),
     (r"vllm/entrypoints/.*", "invalid_arguments"),
@@ -126,18 +130,20 @@ PLACES: list[tuple[str, str]] = [
     (r"vllm/model_executor/models/(config|interfaces|interfaces_base)\.py", "invalid_arguments"),
     (r"vllm/model_executor/layers/quantization/.*", "invalid_arguments"),
     (r"vllm/model_executor/model_loader/.*", "model_files_corrupt"),
-    (r"vllm/v1/core/kv_cache_utils\.py", "kv_cache_insufficient"),
+    # KV capacity errors are named by their wording; the rest of its ValueErrors refuse a flag combination
+    (r"vllm/v1/core/kv_cache_utils\.py", "invalid_arguments", r"ValueError"),
     (r"vllm/multimodal/registry\.py", "invalid_arguments"),
     (r"vllm/(attention|v1/attention)/.*", "invalid_arguments"),  # a backend that cannot serve this model: choose another
     (r"vllm/platforms/.*", "dtype_unsupported"),
-    (r"vllm/distributed/.*", "nccl_failure"),
+    (r"vllm/distributed/(parallel_state|utils)\.py|vllm/distributed/device_communicators/(pynccl.*|custom_all_reduce.*|"
+     r"cuda_communicator|shm_broadcast)\.py", "nccl_failure", r"RuntimeError|ValueError|TimeoutError|AssertionError|logger\..*"),
     (r"vllm/ray/.*|vllm/v1/executor/ray.*|vllm/executor/ray.*", "parallelism_mismatch"),
     (r"vllm/v1/executor/vllm_net_devices\.py", "invalid_arguments"),  # VLLM_GPU_NIC_* settings
     (r"vllm/transformers_utils/.*|vllm/tokenizers/.*", "invalid_arguments"),
     (r"huggingface_hub/.*", "hub_unreachable"),
     (r"transformers/.*", "invalid_arguments"),
     (r"safetensors/.*", "model_files_corrupt"),
-    (r"torch/cuda/.*", "gpu_not_visible"),
+    (r"torch/cuda/__init__\.py", "gpu_not_visible", r"RuntimeError|AssertionError|AcceleratorError"),
     (r"torch/distributed/.*", "nccl_failure"),
 ]
 
@@ -162,7 +168,7 @@ def cause_of(file: str, cls: str, text: str) -> tuple[str, str]:
             continue
         if (cls_re is None or re.fullmatch(cls_re, cls)) and wording.search(text):
             return cause, "wording"
-    for where, cause in PLACES:
-        if re.fullmatch(where, file):
+    for where, cause, *classes in PLACES:
+        if re.fullmatch(where, file) and (not classes or re.fullmatch(classes[0], cls)):
             return cause, "place"
     return "unknown_failure", "none"

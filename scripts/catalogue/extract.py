@@ -55,14 +55,18 @@ STARTUP_PATHS = {
         r"prepare_kernel.*|bind_kv_cache)$",
         r"vllm/v1/worker/[^/]*model_runner\.py::" + _STARTUP_FUNCS,
         r"vllm/v1/worker/gpu/model_runner\.py::" + _STARTUP_FUNCS,
-        r"vllm/distributed/(parallel_state|utils)\.py", r"vllm/distributed/device_communicators/.*",
+        r"vllm/distributed/(parallel_state|utils)\.py",
+        # communicators: their construction at start-up (NCCL, custom all-reduce, shm broadcast)
+        r"vllm/distributed/device_communicators/(pynccl.*|custom_all_reduce.*|cuda_communicator|shm_broadcast|"
+        r"cuda_wrapper|cpu_communicator|all2all|xpu_communicator)\.py::^(__init__|init.*|_init.*|create.*)$",
         r"vllm/ray/.*",  # Ray placement groups
         r"vllm/platforms/.*",  # device detection, capabilities, backend choice
         r"vllm/attention/selector\.py", r"vllm/v1/attention/selector\.py",
         # backends: their construction and support checks, not their forward passes
         r"vllm/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
         r"vllm/v1/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
-        r"vllm/v1/core/kv_cache_utils\.py",  # KV cache capacity
+        # KV cache sizing at start-up; not the free-block queue and block hashes of serving
+        r"vllm/v1/core/kv_cache_utils\.py::!^(popleft.*|remove|append.*|block_hash|.*free.*|get_all_free.*|__.*__)$",
         r"vllm/v1/engine/(core|core_client|async_llm|llm_engine)\.py::"  # engine-core start
         r"^(__init__|from_.*|make_.*client|run_engine_core|_initialize_kv_caches|_init.*|.*startup.*|.*handshake.*)$",
         r"vllm/v1/engine/utils\.py::^(launch.*|wait_for_engine_startup|.*placement.*|get_physical.*|__init__|_dp_.*)$",
@@ -93,10 +97,13 @@ SKIP_CLASSES = {"StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorEx
 
 
 def selected(package: str, rel: str) -> re.Pattern | None | bool:
-    """True (all of the file), a function-name pattern, or False."""
+    """True (all of the file), a function-name pattern (``::!`` a pattern of the functions left
+    out: given as a negative lookahead), or False."""
     for spec in STARTUP_PATHS[package]:
         path, _, func = spec.partition("::")
         if re.fullmatch(path, rel):
+            if func.startswith("!"):
+                return re.compile(f"^(?!(?:{func[1:]})$)")
             return re.compile(func) if func else True
     return False
 
