@@ -29,12 +29,16 @@ OUT = HERE / "extraction.json"
 # start, and each model file's own checks are reached only through the registry.
 _STARTUP_FUNCS = (r"^(__init__|load_model|.*profile_run|determine_available_memory|.*memory_pool.*|.*kv_cache.*|"
                   r".*capture.*|_dummy.*|init.*|.*warm.*|may_reinit.*|compile_or_warm.*)$")
+_EXECUTOR_FUNCS = (r"^(__init__|_init_executor|get_class|determine.*|initialize.*|worker_main|make_worker.*|wait_for_ready|"
+                   r"_ensure_worker.*|monitor_workers|_init_workers.*|.*placement.*|_check_executor_parameters|"
+                   r"_init_worker|_create_worker|_get_worker.*|_run_workers)$")
 _BACKEND_FUNCS = r"^(__init__|validate.*|.*support.*|check.*|get_.*backend.*|get_kv_cache_shape)$"
 STARTUP_PATHS = {
     "vllm": [
         r"vllm/config\.py", r"vllm/config/.*",  # every config class: validation (invalid_arguments)
         r"vllm/engine/arg_utils\.py",  # flags -> configs
-        r"vllm/engine/(llm_engine|async_llm_engine)\.py",  # the V0 engines' construction
+        r"vllm/engine/(llm_engine|async_llm_engine)\.py::"  # the V0 engines' construction
+        r"^(__init__|from_.*|_get_executor_cls|_init.*|_initialize_kv_caches|.*startup.*|_verify_args)$",
         r"vllm/entrypoints/openai/(api_server|cli_args)\.py", r"vllm/entrypoints/cli/.*",
         r"vllm/entrypoints/(utils|llm|api_server)\.py",  # the server's and LLM(...)'s start
         r"vllm/entrypoints/chat_utils\.py::.*chat_template.*",  # the chat template loaded at start
@@ -42,13 +46,13 @@ STARTUP_PATHS = {
         r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base)\.py",
         r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
         r"vllm/model_inspection\.py",
-        r"vllm/(worker|executor)/.*",  # V0 workers' and executors' init (before 0.11)
+        # V0 (before 0.11): the same cut as V1's below, through the same function names
+        r"vllm/worker/.*::" + _STARTUP_FUNCS, r"vllm/executor/.*::" + _EXECUTOR_FUNCS,
         # V1: only what runs before ready (construction, loading, profiling, KV cache, graph
         # capture, the engine-core handshake); request handling, sleep/wake, elastic scaling
         # and weight updates are left out.
         r"vllm/v1/executor/(abstract|multiproc_executor|uniproc_executor|ray_distributed_executor|ray_executor.*)\.py::"
-        r"^(__init__|_init_executor|get_class|determine.*|initialize.*|worker_main|make_worker.*|wait_for_ready|"
-        r"_ensure_worker.*|monitor_workers|_init_workers.*|.*placement.*)$",
+        + _EXECUTOR_FUNCS,
         r"vllm/v1/executor/(ray_utils|vllm_net_devices)\.py",
         r"vllm/v1/worker/(gpu_worker|worker_base|cpu_worker|xpu_worker|tpu_worker)\.py::" + _STARTUP_FUNCS,
         r"vllm/v1/worker/utils\.py::^(request_memory|.*block_size.*|allocate_kv_cache|map_kv_cache.*|"

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, triage_text
-from triage.ingest.tail import Tail
+from triage.ingest.last_bytes import LastBytes
 from triage.parse.catalogue import catalogue, path
 from triage.rule_engine.load import load_rules
 
@@ -109,7 +109,7 @@ def test_only_a_fallback_rule_may_read_the_catalogue(tmp_path):
 
 
 def test_the_tail_keeps_the_last_lines_with_their_numbers():
-    tail = Tail(size=32)
+    tail = LastBytes(size=32)
     data = b"".join(f"line {i}\n".encode() for i in range(1, 21))
     chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
     assert b"".join(tail.watch(chunks)) == data

@@ -6,7 +6,7 @@ messages tried, in order: the fatal chain's exceptions (its root first), the att
 errors (ERROR lines, exceptions, latest first), then, for a short excerpt, each of its lines
 that is not logged at INFO/WARNING/DEBUG (a pasted line often has no traceback around it).
 Lines the fast scanner did not hand on (a pydantic "Value error, ..." line, the later lines
-of a hub error) are read from the input's tail (`ingest/tail.py`), decoded only here.
+of a hub error) are read from the input's last bytes (`ingest/last_bytes.py`), decoded only here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from triage.timeline.timeline import Attempt
 
 EXCERPT_LINES = 40  # an attempt this short is an excerpt: each of its lines is tried
 FOLLOWING = 8  # lines after the fatal one that may continue its message
-MAX_MESSAGES = 60  # messages tried at most (a long log's error lines, latest first)
+MAX_MESSAGES = 120  # messages tried at most (a long log's error lines, latest first)
 TailLines = Callable[[], list[tuple[int, str]]]  # the input's last lines, numbered and redacted
 _CHATTER = re.compile(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 
@@ -69,6 +69,7 @@ def _candidates(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, 
         for no in range(first, last + 1):
             if no in texts and not _CHATTER.match(texts[no][1]):
                 yield no, texts[no][1]
+
 
 
 def _said(exc: ev.ExceptionRaised) -> str:

@@ -1,45 +1,80 @@
-"""The input's last bytes, kept as read: the lines a failure's message may lie on that the
-fast scanner skipped (it hands on only lines holding a grammar word).
+"""`--follow FILE`'s reader: a file read as it grows, opened by kind so no open() can hang.
 
-Keeping them costs a slice per chunk; they are decoded, numbered and redacted only when a
-failure needs them (the error catalogue, `diagnose/catalogue_sign.py`).
+A regular file is read as it grows; a truncated one is read again from its start, a rotated
+one (a new file at the path) after the old one is drained. A named pipe is opened without
+waiting for a writer and read without blocking, so `--timeout` still ends the wait; devices
+(`/dev/zero` never ends), sockets and directories are refused in one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from typing import IO
 
-TAIL_BYTES = 16 << 10  # about the last 100-200 lines of a vLLM log
+from triage.errors import InputError
+from triage.ingest.read import CHUNK_SIZE, file_kind
+
+FIFO = "named pipe (FIFO)"
 
 
 class Tail:
-    """Passes chunks through, remembering the last TAIL_BYTES and how many lines came before."""
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fh: IO[bytes] | None = None
+        self.ident: tuple[int, int] = (0, 0)
+        self.fifo = False
 
-    def __init__(self, size: int = TAIL_BYTES) -> None:
-        self.size = size
-        self._kept = b""
-        self._newlines = 0  # newlines in the bytes before `_kept`
+    def open(self) -> bool:
+        """Open the path if it is there (False if not yet); refuse what is not a log."""
+        try:
+            _refuse(self.path, file_kind(os.stat(self.path).st_mode))
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise InputError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        st = os.fstat(fd)  # what was opened, not what the name pointed at a moment before
+        kind = file_kind(st.st_mode)
+        try:
+            _refuse(self.path, kind)
+        except InputError:
+            os.close(fd)
+            raise
+        self.fifo = kind == FIFO
+        if not self.fifo:
+            os.set_blocking(fd, True)
+        self.fh, self.ident = os.fdopen(fd, "rb", buffering=0), (st.st_dev, st.st_ino)
+        return True
 
-    def watch(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        for chunk in chunks:
-            kept = self._kept + chunk
-            if len(kept) > self.size:
-                cut = len(kept) - self.size
-                self._newlines += kept.count(b"\n", 0, cut)
-                kept = kept[cut:]
-            self._kept = kept
-            yield chunk
+    def read(self) -> bytes:
+        """What has arrived since the last read (b"" if nothing has)."""
+        if self.fh is None and not self.open():
+            return b""
+        assert self.fh is not None
+        data = self.fh.read(CHUNK_SIZE)
+        if self.fifo:  # None: no data yet; b"": no writer (yet, or any more); neither ends the wait
+            return data or b""
+        if data:
+            return data
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return b""  # moved away; the new file is not there yet
+        if (st.st_dev, st.st_ino) != self.ident:  # rotated, and the old file is drained
+            self.close()
+            return self.fh.read(CHUNK_SIZE) if self.open() else b""  # type: ignore[union-attr]
+        if st.st_size < self.fh.tell():  # truncated (copytruncate, or a new run with >)
+            self.fh.seek(0)
+        return b""
 
-    def lines(self, clean=None) -> list[tuple[int, str]]:
-        """(line number, text) of the kept lines that are whole (the first may be cut), cleaned."""
-        from triage.ingest.lines import strip_ansi
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
 
-        parts = self._kept.decode("utf-8", "replace").split("\n")
-        first = self._newlines + 1
-        out = []
-        for i, raw in enumerate(parts):
-            if (i == 0 and self._newlines) or not raw.strip():
-                continue  # a line cut at the window's start, or empty
-            line = strip_ansi(raw).strip()[:2000]
-            out.append((first + i, clean(line) if clean else line))
-        return out
+
+def _refuse(path: str, kind: str) -> None:
+    if kind == "directory":
+        raise InputError(f"{path} is a directory, not a log file")
+    if kind not in ("regular file", FIFO):
+        raise InputError(f"{path} is a {kind}, not a log file")
