@@ -73,7 +73,7 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         timeline.finish()
     clean = redact_text if options.redact else None
     repair = Repair(indent=stats.indent, width=stats.wrap_width)  # a reshaped paste, as the scanner read it
-    report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(clean, repair))
+    report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(stats.lines, clean, repair))
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
     dropped = chains.dropped + getattr(marked, "skipped_links", 0)

@@ -113,6 +113,6 @@ def test_the_tail_keeps_the_last_lines_with_their_numbers():
     data = b"".join(f"line {i}\n".encode() for i in range(1, 21))
     chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
     assert b"".join(tail.watch(chunks)) == data
-    lines = tail.lines()
+    lines = tail.lines(20)
     assert lines[-1] == (20, "line 20") and all(text == f"line {no}" for no, text in lines)
     assert len(lines) >= 3
