@@ -5,7 +5,8 @@ re-indent a message); each formatted field is a bounded non-greedy group named a
 expression where that is a plain name (``self.max_model_len`` -> ``max_model_len``).  Fields
 that open or close the template are left out of the pattern: the pattern is searched for in
 a line, so they add nothing but cost.  No repeat is unbounded inside another: the only
-repeats are ``\\s+`` (between literals) and ``.{0,FIELD}?`` (a field), never nested.
+repeats are ``\\s+`` (between literals) and ``.{0,FIELD}?`` (a field), never nested, and a
+field is settled once (see `pattern`).
 Each line of a multi-line message is a matcher of its own (a log prints each on its own line).
 """
 
@@ -87,7 +88,12 @@ def longest_literal(parts: list[Part]) -> str:
 
 
 def pattern(parts: list[Part]) -> str:
-    """The search pattern of a (first-line) template."""
+    """The search pattern of a (one-line) template.
+
+    A field and the literal after it are matched as ``(?=(?P<f>.{0,200}?)LIT)(?P=f)LIT``: the
+    lookahead settles on the first place the literal follows and is never re-entered (what an
+    atomic group does, in a form Python 3.10 reads), so a line full of the message's own
+    words costs at most FIELD tries per field, not their product."""
     while parts and not isinstance(parts[0], str):
         parts = parts[1:]
     while parts and not isinstance(parts[-1], str):
@@ -95,14 +101,17 @@ def pattern(parts: list[Part]) -> str:
     out: list[str] = []
     names: dict[str, int] = {}
     fields = 0
+    pending: str | None = None  # a field's group name, waiting for the literal that closes it
     for i, p in enumerate(parts):
         if isinstance(p, str):
-            out.append(_literal(p, first=i == 0, last=i == len(parts) - 1))
+            lit = _literal(p, first=i == 0, last=i == len(parts) - 1)
+            out.append(f"(?=(?P<{pending}>.{{0,{FIELD}}}?){lit})(?P={pending}){lit}" if pending else lit)
+            pending = None
             if fields >= MAX_FIELDS:
                 break
         else:
             fields += 1
-            out.append(f"(?P<{_group(p[0], names)}>.{{0,{FIELD}}}?)")
+            pending = _group(p[0], names)
     return "".join(out)
 
 
