@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     args = ap.parse_args(argv)
     stale = []
-    for path, text in outputs().items():
+    made = outputs()
+    for path, text in made.items():
         if args.check:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(str(path))
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print("not the build's output: " + ", ".join(stale), file=sys.stderr)
         return 1
     if not args.check:
-        print("written: " + ", ".join(str(p.relative_to(ROOT)) for p in (CATALOGUE, COVERAGE)))
+        print(made[COVERAGE] + "written: " + ", ".join(str(p.relative_to(ROOT)) for p in (CATALOGUE, COVERAGE)))
     return 0
 
 
