@@ -18,8 +18,9 @@ def table() -> str:
     sys.path.insert(0, str(ROOT))
     from triage.pipeline import load_rules
 
-    # One pack per cause: the cause names its pack, `rules/<cause>.yaml`.
-    rows = ["| cause (pack `rules/<cause>.yaml`) | rule | what it says |", "|---|---|---|"]
+    # One pack per cause: the cause names its pack, `rules/<cause>.yaml` (the error catalogue's signs: one pack).
+    rows = ["| cause (pack `rules/<cause>.yaml`; `catalogue-*` rules: `rules/catalogue.yaml`) | rule | what it says |",
+            "|---|---|---|"]
     for rule in sorted(load_rules(), key=lambda r: (r.cause, r.id)):
         rows.append(f"| `{rule.cause}` | `{rule.id}` | {rule.title} |")
     return "\n".join(rows)

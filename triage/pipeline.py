@@ -12,6 +12,8 @@ from triage.ingest.lines import Line
 from triage.ingest.read import InputStats, iter_chunks
 from triage.ingest.reshape import Unfolded
 from triage.ingest.scan import iter_marked
+from triage.ingest.last_bytes import LastBytes
+from triage.ingest.repair import Repair
 from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
@@ -50,7 +52,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
-    marked = iter_marked(iter_chunks(stream, stats, options.max_bytes), stats, matcher(), MAX_JOINS,
+    tail = LastBytes()
+    marked = iter_marked(tail.watch(iter_chunks(stream, stats, options.max_bytes)), stats, matcher(), MAX_JOINS,
                          wrap_sample=options.wrap_sample)
     chains = CutChains(Unfolded(marked, matcher().classify))
     for line, events in line_events(chains, LineRedactor() if options.redact else None):
@@ -68,7 +71,9 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         for line, events in reversed(order.kept):
             timeline.feed(line, events)
         timeline.finish()
-    report = build_report(timeline, rules, texts, stats)
+    clean = redact_text if options.redact else None
+    repair = Repair(indent=stats.indent, width=stats.wrap_width)  # a reshaped paste, as the scanner read it
+    report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(stats.lines, clean, repair))
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
     dropped = chains.dropped + getattr(marked, "skipped_links", 0)

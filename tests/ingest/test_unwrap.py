@@ -164,7 +164,7 @@ def test_repeated_lines_of_one_length_are_not_wrapping():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-LINE_POOL = [line for path, _ in CASES[:40] for line in path.read_text(errors="replace").split("\n")[:40]]
+LINE_POOL = [line for path, _ in CASES[:40] for line in path.read_text(errors="replace").split("\n")[:40] if line.strip()]
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

@@ -20,6 +20,7 @@ from triage.rule_engine.budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExcee
 from triage.errors import ExpressionError, RuleBudgetError
 from triage.rule_engine.expr import FactView, Trace
 from triage.timeline.facts import Facts, find_oom, merge
+from triage.diagnose.catalogue_sign import TailLines, catalogue_sign
 from triage.diagnose.memory_view import build_view, check_remedies
 from triage.parse.packages import companions
 from triage.model.report import Diagnosis, Evidence, Remedy
@@ -126,7 +127,7 @@ class AttemptResult(Record, frozen=False, kw_only=False):
 
 
 def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tuple[str, str]],
-                     attempt_count: int) -> AttemptResult:
+                     attempt_count: int, tail: TailLines | None = None) -> AttemptResult:
     fatal = attempt.fatal
     facts = merge(attempt, fatal)
     if fatal is None:
@@ -149,6 +150,25 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     found: dict[str, list[tuple[float, Diagnosis]]] = {}
     fallbacks: list[tuple[float, Diagnosis]] = []
     attempt_budget = Budget(ATTEMPT_OPS)
+    base["catalogue"] = None
+    _run_rules([r for r in rules if not r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found, fallbacks)
+    if not found:  # only now is the catalogue asked (fallback rules read it): its load is not paid otherwise
+        base["catalogue"] = catalogue_sign(attempt, fatal, texts, tail)
+        _run_rules([r for r in rules if r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found,
+                   fallbacks)
+    for _, d in [*fallbacks, *(h for hits in found.values() for h in hits)]:
+        d.attempt = attempt.index
+    # Equal rank and confidence: the cause id decides, and among fallbacks the rule id, so the
+    # order never hangs on which pack file loaded first (one pack per cause, sorted by name).
+    ranked = sorted((_merge(hits) for hits in found.values()), key=lambda rd: (-rd[0], -rd[1].confidence, rd[1].id))
+    if not ranked and fallbacks:
+        ranked = sorted(fallbacks, key=lambda rd: (-rd[0], rd[1].rule))[:1]
+    return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
+
+
+def _run_rules(rules: list[Rule], by_kind: Mapping[str, list[ev.Event]], base: dict[str, Any],
+               texts: Mapping[int, tuple[str, str]], fatal_lines: set[int], attempt_budget: Budget,
+               found: dict[str, list[tuple[float, Diagnosis]]], fallbacks: list[tuple[float, Diagnosis]]) -> None:
     for rule in rules:
         budget = Budget(RULE_OPS, attempt_budget)
         try:
@@ -157,18 +177,10 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
             raise RuleBudgetError(_over_budget(rule, exc.budget is budget)) from None
         if hit is None:
             continue
-        rank, diagnosis = hit
-        diagnosis.attempt = attempt.index
         if rule.fallback:
-            fallbacks.append((rank, diagnosis))
+            fallbacks.append(hit)
         else:
-            found.setdefault(diagnosis.id, []).append((rank, diagnosis))
-    # Equal rank and confidence: the cause id decides, and among fallbacks the rule id, so the
-    # order never hangs on which pack file loaded first (one pack per cause, sorted by name).
-    ranked = sorted((_merge(hits) for hits in found.values()), key=lambda rd: (-rd[0], -rd[1].confidence, rd[1].id))
-    if not ranked and fallbacks:
-        ranked = sorted(fallbacks, key=lambda rd: (-rd[0], rd[1].rule))[:1]
-    return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
+            found.setdefault(hit[1].id, []).append(hit)
 
 
 def _merge(hits: list[tuple[float, Diagnosis]]) -> tuple[float, Diagnosis]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from triage.diagnose.catalogue_sign import TailLines
 from triage.diagnose.match import AttemptResult, diagnose_attempt, exported_facts
 from triage.ingest.lines import Line, strip_ansi
 from triage.ingest.read import InputStats
@@ -19,9 +20,10 @@ def evidence_text(line: Line) -> str:
 
 
 def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[str, str]],
-                 stats: InputStats) -> Report:
+                 stats: InputStats, tail: TailLines | None = None) -> Report:
+    """`tail`: the input's last lines, read only when the error catalogue is asked (match.py)."""
     attempts = timeline.attempts
-    results = [diagnose_attempt(a, rules, texts, len(attempts)) for a in attempts]
+    results = [diagnose_attempt(a, rules, texts, len(attempts), tail) for a in attempts]
     last = results[-1]
     outcome = _outcome(last)
     lead = _recovered_from(results) if outcome == "healthy" else None

@@ -35,6 +35,8 @@ RULES_FORMAT = "records-2-costed"  # part of the cache key: another shape of Rul
 # load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
+# Read only by fallback rules: the error catalogue is consulted when no other rule explained the attempt.
+FALLBACK_NAMES = frozenset({"catalogue"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -225,7 +227,7 @@ class _RuleCompiler:
 
     def __init__(self, pack: _Pack, raw: Any, spec: Any) -> None:
         self.pack, self.raw, self.spec = pack, raw, spec
-        self.known = CONTEXT_NAMES | {str(n) for n in spec.figures}
+        self.known = CONTEXT_NAMES | (FALLBACK_NAMES if spec.fallback else set()) | {str(n) for n in spec.figures}
         self.failed = False
 
     def problem(self, path: tuple, message: str) -> None:
@@ -236,7 +238,10 @@ class _RuleCompiler:
     def _names_known(self, path: tuple, exprs: list[Expr]) -> bool:
         """A name no context holds would fail on every log: say so now (`.inf` in YAML reads as `inf`)."""
         unknown = sorted({n for e in exprs for n in e.names()} - self.known)
-        if unknown:
+        if unknown and unknown[0] in FALLBACK_NAMES:
+            self.problem(path, f"{unknown[0]!r} is read only by a fallback rule (fallback: true): it is looked up "
+                         "when no other rule explained the failure")
+        elif unknown:
             self.problem(path, f"unknown name {unknown[0]!r}; must be one of: {', '.join(sorted(self.known))}")
         return not unknown
 
@@ -263,7 +268,7 @@ class _RuleCompiler:
         spec = self.spec
         figures = {}
         for name, source in spec.figures.items():
-            if name in CONTEXT_NAMES or not FIGURE_NAME.match(str(name)):
+            if name in CONTEXT_NAMES | FALLBACK_NAMES or not FIGURE_NAME.match(str(name)):
                 self.problem(("figures", name), "a figure name must be snake_case and not one of "
                              f"{', '.join(sorted(CONTEXT_NAMES))}")
                 continue

@@ -1,0 +1,232 @@
+"""Stage 1b: the user-facing error templates of the fetched sources, with provenance.
+
+Reads the sources ``fetch.py`` left in the cache, walks each startup-path file with ``ast``
+and writes ``scripts/catalogue/extraction.json``: one record per distinct template (package,
+exception class, template parts) with the file, line and function of its latest release and
+the releases it appears in.  Deterministic for a given cache; committed, so stage 2
+(``build.py``) runs without network.
+
+    python scripts/catalogue/extract.py --cache /tmp/catalogue-src
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+from pathlib import Path
+
+from fetch import LAYERS, VLLM_RELEASES
+from templates import Part, percent_template, render, template_of
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "extraction.json"
+
+# The startup path: the code that runs between `vllm serve` / `LLM(...)` and "ready", and
+# whose errors end a start.  Request-time code (samplers, serving endpoints, schedulers'
+# step loop, the models' forward passes, kernels) is left out: its errors do not stop a
+# start, and each model file's own checks are reached only through the registry.
+_STARTUP_FUNCS = (r"^(__init__|load_model|.*profile_run|determine_available_memory|.*memory_pool.*|.*kv_cache.*|"
+                  r".*capture.*|_dummy.*|init.*|.*warm.*|may_reinit.*|compile_or_warm.*)$")
+_EXECUTOR_FUNCS = (r"^(__init__|_init_executor|get_class|determine.*|initialize.*|worker_main|make_worker.*|wait_for_ready|"
+                   r"_ensure_worker.*|monitor_workers|_init_workers.*|.*placement.*|_check_executor_parameters|"
+                   r"_init_worker|_create_worker|_get_worker.*|_run_workers)$")
+_BACKEND_FUNCS = r"^(__init__|validate.*|.*support.*|check.*|get_.*backend.*|get_kv_cache_shape)$"
+STARTUP_PATHS = {
+    "vllm": [
+        r"vllm/config\.py", r"vllm/config/.*",  # every config class: validation (invalid_arguments)
+        r"vllm/engine/arg_utils\.py",  # flags -> configs
+        r"vllm/engine/(llm_engine|async_llm_engine)\.py::"  # the V0 engines' construction
+        r"^(__init__|from_.*|_get_executor_cls|_init.*|_initialize_kv_caches|.*startup.*|_verify_args)$",
+        r"vllm/entrypoints/openai/(api_server|cli_args)\.py", r"vllm/entrypoints/cli/.*",
+        r"vllm/entrypoints/(utils|llm|api_server)\.py",  # the server's and LLM(...)'s start
+        r"vllm/entrypoints/chat_utils\.py::.*chat_template.*",  # the chat template loaded at start
+        r"vllm/model_executor/model_loader/.*",  # weights: files, formats, loaders
+        r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base)\.py",
+        r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
+        r"vllm/model_inspection\.py",
+        # V0 (before 0.11): the same cut as V1's below, through the same function names
+        r"vllm/worker/.*::" + _STARTUP_FUNCS, r"vllm/executor/.*::" + _EXECUTOR_FUNCS,
+        # V1: only what runs before ready (construction, loading, profiling, KV cache, graph
+        # capture, the engine-core handshake); request handling, sleep/wake, elastic scaling
+        # and weight updates are left out.
+        r"vllm/v1/executor/(abstract|multiproc_executor|uniproc_executor|ray_distributed_executor|ray_executor.*)\.py::"
+        + _EXECUTOR_FUNCS,
+        r"vllm/v1/executor/(ray_utils|vllm_net_devices)\.py",
+        r"vllm/v1/worker/(gpu_worker|worker_base|cpu_worker|xpu_worker|tpu_worker)\.py::" + _STARTUP_FUNCS,
+        r"vllm/v1/worker/utils\.py::^(request_memory|.*block_size.*|allocate_kv_cache|map_kv_cache.*|"
+        r"prepare_kernel.*|bind_kv_cache)$",
+        r"vllm/v1/worker/[^/]*model_runner\.py::" + _STARTUP_FUNCS,
+        r"vllm/v1/worker/gpu/model_runner\.py::" + _STARTUP_FUNCS,
+        r"vllm/distributed/(parallel_state|utils)\.py",
+        # communicators: their construction at start-up (NCCL, custom all-reduce, shm broadcast)
+        r"vllm/distributed/device_communicators/(pynccl.*|custom_all_reduce.*|cuda_communicator|shm_broadcast|"
+        r"cuda_wrapper|cpu_communicator|all2all|xpu_communicator)\.py::^(__init__|init.*|_init.*|create.*)$",
+        r"vllm/ray/.*",  # Ray placement groups
+        r"vllm/platforms/.*",  # device detection, capabilities, backend choice
+        r"vllm/attention/selector\.py", r"vllm/v1/attention/selector\.py",
+        # backends: their construction and support checks, not their forward passes
+        r"vllm/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
+        r"vllm/v1/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
+        # KV cache sizing at start-up; not the free-block queue and block hashes of serving
+        r"vllm/v1/core/kv_cache_utils\.py::!^(popleft.*|remove|append.*|block_hash|.*free.*|get_all_free.*|__.*__)$",
+        r"vllm/v1/engine/(core|core_client|async_llm|llm_engine)\.py::"  # engine-core start
+        r"^(__init__|from_.*|make_.*client|run_engine_core|_initialize_kv_caches|_init.*|.*startup.*|.*handshake.*)$",
+        r"vllm/v1/engine/utils\.py::^(launch.*|wait_for_engine_startup|.*placement.*|get_physical.*|__init__|_dp_.*)$",
+        r"vllm/multimodal/registry\.py",
+        r"vllm/transformers_utils/(config|tokenizer|tokenizer_base|utils|repo_utils)\.py",
+        r"vllm/transformers_utils/configs/__init__\.py",
+        r"vllm/tokenizers/[^/]*\.py",
+        r"vllm/plugins/__init__\.py", r"vllm/envs\.py",
+    ],
+    "huggingface_hub": [
+        r"huggingface_hub/errors\.py", r"huggingface_hub/utils/_(http|validators|auth|cache_manager)\.py",
+        r"huggingface_hub/(file_download|_snapshot_download|_local_folder|constants)\.py",
+    ],
+    "transformers": [
+        r"transformers/configuration_utils\.py", r"transformers/dynamic_module_utils\.py",
+        r"transformers/models/auto/(configuration_auto|tokenization_auto|auto_factory|processing_auto)\.py",
+        r"transformers/utils/(hub|import_utils)\.py", r"transformers/tokenization_utils_base\.py",
+    ],
+    "safetensors": [r"safetensors/.*"],
+    "torch": [
+        r"torch/cuda/(__init__|memory|_utils)\.py", r"torch/utils/cpp_extension\.py",
+        r"torch/distributed/(distributed_c10d|rendezvous)\.py",
+    ],
+}
+
+LOG_METHODS = {"error", "exception", "critical", "fatal"}
+SKIP_CLASSES = {"StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit", "StopAsyncIteration"}
+
+
+def selected(package: str, rel: str) -> re.Pattern | None | bool:
+    """True (all of the file), a function-name pattern (``::!`` a pattern of the functions left
+    out: given as a negative lookahead), or False."""
+    for spec in STARTUP_PATHS[package]:
+        path, _, func = spec.partition("::")
+        if re.fullmatch(path, rel):
+            if func.startswith("!"):
+                return re.compile(f"^(?!(?:{func[1:]})$)")
+            return re.compile(func) if func else True
+    return False
+
+
+class _Walker(ast.NodeVisitor):
+    """Collects (class, parts, line, function) for each user-facing error of one module."""
+
+    def __init__(self, functions: re.Pattern | None) -> None:
+        self.found: list[tuple[str, list[Part], int, str]] = []
+        self.stack: list[tuple[str, dict]] = [("<module>", {})]
+        self.functions = functions
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        local: dict[str, list[tuple[int, ast.AST]]] = {}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+                local.setdefault(sub.targets[0].id, []).append((sub.lineno, sub.value))
+        self.stack.append((node.name, local))
+        self.generic_visit(node)
+        self.stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _local(self, line: int) -> dict[str, ast.AST]:
+        """Each local name's value as last assigned before `line` (``message = ...`` per branch)."""
+        out = {}
+        for name, values in self.stack[-1][1].items():
+            before = [v for ln, v in sorted(values, key=lambda lv: lv[0]) if ln < line]
+            if before:
+                out[name] = before[-1]
+        return out
+
+    def _keep(self, cls: str, parts: list[Part] | None, line: int) -> None:
+        func = self.stack[-1][0]
+        if parts and (self.functions is None or self.functions.search(func)):
+            self.found.append((cls, parts, line, func))
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc
+        if isinstance(exc, ast.Call) and exc.args:
+            cls, msg = _name(exc.func), exc.args[0]
+            if not cls[:1].isupper() and len(exc.args) > 1 and _looks_like_class(exc.args[0]):
+                cls, msg = _name(exc.args[0]), exc.args[1]  # raise _format(RepoNotFoundError, message, ...)
+            if cls and cls not in SKIP_CLASSES:
+                self._keep(cls, template_of(msg, self._local(node.lineno)), node.lineno)
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        if node.msg is not None:
+            self._keep("AssertionError", template_of(node.msg, self._local(node.lineno)), node.lineno)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and node.args
+                and "log" in _name(func.value).lower()):
+            first = template_of(node.args[0], self._local(node.lineno))
+            if first is not None and len(node.args) > 1 and len(first) == 1 and isinstance(first[0], str):
+                first = percent_template(first[0], [ast.unparse(a)[:80] for a in node.args[1:]])
+            self._keep(f"logger.{func.attr}", first, node.lineno)
+        self.generic_visit(node)
+
+
+def _looks_like_class(node: ast.AST) -> bool:
+    return bool(re.search(r"(Error|Exception|Warning)$", _name(node))) and _name(node)[:1].isupper()
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def extract_file(path: Path, functions: re.Pattern | None) -> list[tuple[str, list[Part], int, str]]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        return []
+    walker = _Walker(functions)
+    walker.visit(tree)
+    return walker.found
+
+
+def extract(cache: Path) -> list[dict]:
+    """Every distinct (package, class, template) of every release, oldest release first."""
+    merged: dict[tuple[str, str, str], dict] = {}
+    releases = [("vllm", v) for v in VLLM_RELEASES] + list(LAYERS.items())
+    for package, version in releases:
+        root = cache / package / version
+        if not (root / ".done").exists():
+            raise SystemExit(f"{root} is missing: run fetch.py first")
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            sel = selected(package, rel)
+            if sel is False:
+                continue
+            for cls, parts, line, func in extract_file(path, None if sel is True else sel):
+                key = (package, cls, render(parts))
+                rec = merged.setdefault(key, {"package": package, "class": cls, "parts": parts, "versions": []})
+                rec.update(file=rel, line=line, function=func)  # the latest release's place
+                if version not in rec["versions"]:
+                    rec["versions"].append(version)
+    return sorted(merged.values(), key=lambda r: (r["package"], r["file"], r["line"], r["class"], render(r["parts"])))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    records = extract(args.cache)
+    doc = {"schema_version": 1, "releases": {"vllm": VLLM_RELEASES, **{k: [v] for k, v in LAYERS.items()}},
+           "startup_paths": STARTUP_PATHS, "templates": records}
+    args.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")
+    print(f"{len(records)} templates -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

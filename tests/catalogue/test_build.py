@@ -1,0 +1,106 @@
+"""The shipped error catalogue is stage 2's output, well-formed, and cheap to match.
+
+Stage 2 (`scripts/catalogue/build.py`) is pure: re-run on the committed extraction it must
+give the shipped files byte for byte. Stage 1 (downloading wheels) is never run here."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from re import _constants as C  # noqa: N812 - re's own opcode names
+from re import _parser
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts" / "catalogue"))
+import build  # noqa: E402
+
+SHIPPED = json.loads(build.CATALOGUE.read_text(encoding="utf-8"))
+REPEATS = {C.MAX_REPEAT, C.MIN_REPEAT}
+
+
+def test_shipped_files_are_the_build_output():
+    for path, text in build.outputs().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path} is not build.py's output: rerun it"
+
+
+def test_every_entry_names_a_taxonomy_cause_and_its_provenance():
+    causes = set(yaml.safe_load((ROOT / "rules" / "taxonomy.yaml").read_text())["causes"])
+    assert SHIPPED["schema_version"] == 1
+    ids = [e["id"] for e in SHIPPED["entries"]]
+    assert len(ids) == len(set(ids))
+    for e in SHIPPED["entries"]:
+        assert e["cause"] in causes, e["id"]
+        assert e["file"] and e["line"] > 0 and e["function"] and e["first"] and e["last"], e["id"]
+        assert e["literal"].strip(), e["id"]  # the prefilter: never empty
+
+
+def test_catalogue_covers_vllm_06_to_033_and_its_layers():
+    releases = SHIPPED["releases"]
+    assert releases["vllm"][0].startswith("0.6.") and releases["vllm"][-1] == "0.33.0"
+    assert {"huggingface_hub", "transformers", "safetensors", "torch"} <= set(releases)
+    minors = {".".join(v.split(".")[:2]) for v in releases["vllm"]}
+    assert {f"0.{m}" for m in range(6, 34)} <= minors
+
+
+def test_coverage_of_033_is_at_least_95_percent():
+    row = next(ln for ln in build.COVERAGE.read_text().splitlines() if ln.startswith("vllm") and " 0.33.0 " in ln)
+    assert float(row.split()[4].rstrip("%")) >= 95.0, row
+
+
+def _repeats(tree, depth: int = 0):
+    """(repeat depth, max count, body) of every repeat in a parsed pattern, lookaheads included."""
+    for op, av in tree:
+        if op in REPEATS:
+            yield depth, av[1], list(av[2])
+            yield from _repeats(av[2], depth + 1)
+        elif op == C.SUBPATTERN:
+            yield from _repeats(av[-1], depth)
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            yield from _repeats(av[1], depth)
+        elif op == C.BRANCH:
+            for b in av[1]:
+                yield from _repeats(b, depth)
+
+
+def test_no_pattern_nests_a_repeat_or_repeats_without_bound_over_any_character():
+    """Only `\\s+` between literals and `.{0,200}?` for a field, settled once in a lookahead:
+    backtracking stays bounded by the fields' length."""
+    for e in SHIPPED["entries"]:
+        for depth, most, body in _repeats(_parser.parse(e["pattern"])):
+            assert depth == 0, e["id"]
+            assert most <= 200 or body == [(C.IN, [(C.CATEGORY, C.CATEGORY_SPACE)])], (e["id"], body)
+
+
+def test_a_field_settles_on_the_first_place_its_literal_follows():
+    """Not timed: the search is bounded by shape (above); here the first-occurrence semantics
+    of a field are checked, the property that bounds it."""
+    from matchers import pattern
+
+    pat = re.compile(pattern(["A (", ["x"], ") B (", ["y"], ") C."]))
+    m = pat.search("A (1) B (2) B (3) C.")
+    assert m and m.group("x") == "1" and m.group("y") == "2) B (3"
+
+
+@pytest.mark.parametrize("template,why", [
+    (["{name}: ", ["err"]], "longest literal"),
+    (["Invalid ", ["x"]], "longest literal"),
+    (["Unsupported value for ", ["self.max_model_len"], " here"], None),
+])
+def test_vague_templates_are_left_out(template, why):
+    from matchers import too_vague
+
+    got = too_vague(template)
+    assert (got is None) if why is None else (why in got)
+
+
+def test_fields_are_named_after_plain_names_and_bounded():
+    from matchers import pattern
+
+    pat = pattern(["User-specified max_model_len (", ["self.max_model_len"], ") is greater than ", ["f(x)"], "."])
+    assert "(?P<max_model_len>.{0,200}?)" in pat and "(?P<value>.{0,200}?)" in pat
+    assert re.search(pat, "User-specified max_model_len (40960) is   greater than 32768.")

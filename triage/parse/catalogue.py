@@ -1,0 +1,107 @@
+"""vLLM's own error messages (and its layers'), as data: which cause a message names.
+
+The catalogue (`rules/catalogue/vllm_errors.json`) is generated from vLLM's source by
+`scripts/catalogue/` (each entry: a bounded pattern, its longest literal, the cause, and where
+vLLM raises it, in which releases). It is read only when a failed attempt has no specific
+rule's answer: a healthy log, and a failure a hand-written rule explains, never load it.
+
+Matching is cheap and bounded: a message is whitespace-collapsed, cut to `MAX_TEXT`
+characters, split into words; only entries whose index word (the longest word of their
+longest literal) is among them are tried, only those whose whole literal is in the text run
+their pattern (compiled on first use), and the patterns hold no nested unbounded repeat.
+Entries that name no cause (unknown_failure) are not indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+
+from triage.records import Record
+
+MAX_TEXT = 2000  # characters of one message searched
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_SPACE = re.compile(r"\s+")
+
+
+class CatalogueHit(Record, kw_only=False):
+    """A log line whose message is one of the catalogue's: a sign rules read as `catalogue`."""
+
+    line: int  # the log line (so reading the hit cites it as evidence)
+    cause: str
+    id: str
+    exception: str  # the class vLLM raises (or `logger.error` ...)
+    package: str  # vllm, huggingface_hub, transformers, safetensors, torch
+    source: str  # "vllm/config/model.py:123 in verify_with_parallel_config"
+    first: str  # the first and last releases of the catalogue that hold the message
+    last: str
+    text: str  # the log's message, as matched
+
+
+class Catalogue:
+    """The loaded catalogue: entries indexed by a word of their longest literal."""
+
+    def __init__(self, entries: list[dict]) -> None:
+        self._index: dict[str, list[dict]] = {}
+        self._compiled: dict[str, re.Pattern] = {}
+        for e in entries:
+            if e["cause"] == "unknown_failure" or not e["literal"]:
+                continue
+            words = _WORD.findall(e["literal"])
+            key = max(words, key=len) if words else e["literal"]
+            self._index.setdefault(key, []).append(e)
+        for bucket in self._index.values():  # the most specific first: the longest literal
+            bucket.sort(key=lambda e: (-len(e["literal"]), e["id"]))
+
+    def match(self, text: str) -> dict | None:
+        """The entry whose message this text holds (the most specific), or None."""
+        flat = _SPACE.sub(" ", text[:MAX_TEXT])
+        candidates: list[dict] = []
+        for word in set(_WORD.findall(flat)):
+            candidates.extend(self._index.get(word, ()))
+        for e in sorted(candidates, key=lambda e: (-len(e["literal"]), e["id"])):
+            if e["literal"] in flat and self._pattern(e).search(flat):
+                return e
+        return None
+
+    def _pattern(self, e: dict) -> re.Pattern:
+        compiled = self._compiled.get(e["id"])
+        if compiled is None:
+            compiled = self._compiled[e["id"]] = re.compile(e["pattern"])
+        return compiled
+
+    def first_hit(self, lines: Iterable[tuple[int, str]]) -> CatalogueHit | None:
+        """The first (line, text) whose text is a catalogue message, as a hit."""
+        for line, text in lines:
+            e = self.match(text)
+            if e is not None:
+                return CatalogueHit(line=line, cause=e["cause"], id=e["id"], exception=e["exception"],
+                                    package=e["package"], source=f"{e['file']}:{e['line']} in {e['function']}",
+                                    first=e["first"], last=e["last"], text=text[:300])
+        return None
+
+
+_LOADED: Catalogue | None = None
+
+
+def path() -> str:
+    """The shipped catalogue, beside the built-in packs (package data in an installed copy)."""
+    from triage.rule_engine.load import _builtin_folder
+
+    return os.path.join(_builtin_folder(), "catalogue", "vllm_errors.json")
+
+
+def catalogue() -> Catalogue:
+    """The shipped catalogue, read once per process (an empty one where it is missing)."""
+    global _LOADED
+    if _LOADED is None:
+        try:
+            with open(path(), encoding="utf-8") as f:
+                doc = json.load(f)
+            entries = doc["entries"] if doc.get("schema_version") == 1 else []
+        except (OSError, ValueError, KeyError):
+            entries = []
+        _LOADED = Catalogue(entries)
+    return _LOADED
