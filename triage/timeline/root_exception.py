@@ -1,0 +1,135 @@
+"""The root exception of a failure, classified: its class, errno, the module that raised it,
+and what its message says is missing.
+
+When no sign of a known cause matches, these still decide a cause at lower confidence (the
+fallback rules of `rules/root_exception.yaml`, and the `dependency_missing` pack): a
+`PermissionError` on a cache directory, a connection error inside the hub client, a pydantic
+`ValidationError` from vLLM's config classes, `No module named 'X'`. Python prints exceptions
+in one well-defined shape (`module.Class: message`, `[Errno N] text: 'path'`), so this is
+parsing, not guessing; rules read the fields, never the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from triage.model import events as ev
+from triage.timeline.signals import Signal
+
+# Exception classes that mean "the network is not there" whatever raised them.
+CONNECTION_CLASSES = frozenset({
+    "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
+    "MaxRetryError", "NewConnectionError", "ConnectTimeoutError", "ConnectTimeout", "ConnectError",
+    "ProxyError", "SSLError", "ReadTimeout", "ReadTimeoutError", "NameResolutionError", "gaierror",
+    "RemoteDisconnected", "ProtocolError", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
+})
+# A module name that is not the name to install (the common ones met at vLLM's start-up).
+_DIST = {"cv2": "opencv-python", "PIL": "pillow", "yaml": "pyyaml", "sklearn": "scikit-learn",
+         "google.protobuf": "protobuf", "attr": "attrs", "decord": "decord", "librosa": "librosa",
+         "vllm_flash_attn": "vllm-flash-attn", "flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "Crypto": "pycryptodome"}
+
+_WRAPPED = re.compile(r"^(?:[\w.]*\.)?RayTaskError\((?P<inner>[\w.]+)\)$")
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]|\(os error (\d+)\)|\(errno: (\d+)")
+_ERRNO_PATH = re.compile(r"\[Errno -?\d+\][^']*'(?P<path>[^']+)'")
+_NO_MODULE = re.compile(r"No module named '(?P<name>[\w.]+)'")
+_PLEASE_INSTALL = re.compile(
+    r"(?:[Pp]lease install|pip install|is not installed|are not installed|requires? the|not found\. Please)")
+_PIP_LINE = re.compile(r"`?(?P<cmd>(?:uv )?pip3? install [^`\"'\n]+?)(?:`|\"|'|\.(?:\s|$)|$| to | for )")
+_INSTALL_NAME = re.compile(
+    r"[Pp]lease install (?:the )?`?(?P<name>[A-Za-z][\w.\-\[\]]*(?:[<>=!~]=?[\w.]+)?)`?"
+    r"|`?(?P<name2>[A-Za-z][\w.\-]*)`? (?:is|are) not installed")
+_TOOLKIT = re.compile(r"Could not find nvcc|nvcc[^\n]{0,40}not found|CUDA_HOME environment variable is not set"
+                      r"|cuda_home='[^']*' doesn't exist|Failed to find C compiler|No CUDA runtime is found")
+_PROGRAMS = ("ffmpeg", "ffprobe", "avconv", "numactl", "nvcc", "ninja", "gcc", "cc", "g++", "git", "git-lfs")
+_PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PROGRAMS if len(p) > 3)
+                            + r")\b[^\n]{0,40}\b(?:not (?:installed|found|available)|is required|missing)", re.I)
+# A program met under another name: audioread tries ffmpeg, then libav's avconv, and names the last.
+_PROGRAM_PACKAGES = {"avconv": "ffmpeg", "ffprobe": "ffmpeg"}
+_STDLIB = re.compile(r"/lib/python3\.\d+/(?P<mod>[\w/]+)\.py$")
+_PACKAGED = re.compile(r"(?:site|dist)-packages/(?P<mod>[\w/.]+?)\.py$")
+_SOURCE_TREE = re.compile(r"(?:^|/)(?P<mod>vllm/[\w/]+)\.py$")
+
+
+def exception_fields(signal: Signal) -> dict[str, Any]:
+    """The fields a failure view carries about its root exception (None where the log lacks them)."""
+    exc, tb = _root_exception(signal)
+    if exc is None:
+        return {}
+    cls_path = _unwrap(exc.type)
+    module = _module(tb.frames[-1].file) if tb is not None and tb.frames else None
+    message = exc.message or ""
+    errno = _errno(message)
+    missing, kind, install = _missing(cls_path, message, module, errno)
+    return {
+        "exception_class": cls_path.rsplit(".", 1)[-1],
+        "exception_module": cls_path.rsplit(".", 1)[0] if "." in cls_path else None,
+        "errno": errno, "module": module, "path": _path(message),
+        "missing": missing, "missing_kind": kind, "install": install,
+    }
+
+
+def _root_exception(signal: Signal) -> tuple[ev.ExceptionRaised | None, Any]:
+    """The chain's first exception with its traceback (what a wrapper re-raised), else the signal's."""
+    chain = signal.chain
+    if chain is not None:
+        for tb in chain.tracebacks:
+            if tb.exception is not None:
+                return tb.exception, tb
+    return signal.exception, None
+
+
+def _unwrap(type_: str) -> str:
+    m = _WRAPPED.match(type_.strip())
+    return m.group("inner") if m else type_.strip()
+
+
+def _errno(message: str) -> int | None:
+    m = _ERRNO.search(message)
+    if m is None:
+        return None
+    return int(next(g for g in m.groups() if g is not None))
+
+
+def _path(message: str) -> str | None:
+    m = _ERRNO_PATH.search(message)
+    return m.group("path") if m else None
+
+
+def _module(file: str) -> str | None:
+    """The dotted module of a frame's file: `huggingface_hub.file_download`, `subprocess`."""
+    file = file.replace("\\", "/")
+    for pattern in (_PACKAGED, _SOURCE_TREE, _STDLIB):
+        m = pattern.search(file)
+        if m:
+            mod = m.group("mod").replace("/", ".")
+            return mod[: -len(".__init__")] if mod.endswith(".__init__") else mod
+    return None
+
+
+def _missing(cls: str, message: str, module: str | None, errno: int | None) -> tuple[str | None, str | None, str | None]:
+    """What the message says is not installed: (name, 'module' | 'program' | 'toolkit', install line)."""
+    pip = _PIP_LINE.search(message)
+    install = pip.group("cmd").strip().rstrip(".") if pip else None
+    named = _NO_MODULE.search(message)
+    if named and cls.endswith(("ModuleNotFoundError", "ImportError")):
+        name = named.group("name")
+        if "." in name:  # Python names the first missing component: the package is there, its part is not
+            return name, "submodule", None
+        return name, "module", install or f"pip install {_DIST.get(name, name.replace('_', '-'))}"
+    if _TOOLKIT.search(message):
+        return "nvcc" if "nvcc" in message or "CUDA" in message or "cuda" in message else "a C compiler", "toolkit", None
+    if errno == 2 and module is not None and module.startswith("subprocess"):
+        program = _path(message)
+        if program and "/" not in program:
+            return _PROGRAM_PACKAGES.get(program, program), "program", None
+    program = _PROGRAM_WORDS.search(message)
+    if program:
+        return program.group("name").lower(), "program", None
+    if _PLEASE_INSTALL.search(message) and cls.endswith(("ImportError", "ModuleNotFoundError", "ValueError",
+                                                         "RuntimeError", "AssertionError")):
+        name = _INSTALL_NAME.search(message)
+        got = name and (name.group("name") or name.group("name2"))
+        if got or install:
+            return got or install.split()[-1], "module", install or (f"pip install {got}" if got else None)
+    return None, None, None
