@@ -66,6 +66,8 @@ class FailureView(Record, kw_only=False):
     path: str | None = None  # the path of an "[Errno N] ...: 'path'" message
     missing: str | None = None  # what the message says is not installed: a module, a program, nvcc
     missing_kind: str | None = None  # "module", "program", "toolkit"; "submodule": a part of an installed package
+    timeout_kind: str | None = None  # a startup deadline ran out: engine_ready, handshake, rpc, placement_group
+    deadline_s: float | None = None  # a deadline the message states ("within 5 minutes"), in seconds
     install: str | None = None  # the install line the message asks for, or one made from the module name
 
 

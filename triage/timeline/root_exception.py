@@ -46,6 +46,19 @@ _PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PRO
                             + r")\b[^\n]{0,40}\b(?:not (?:installed|found|available)|is required|missing)", re.I)
 # A program met under another name: audioread tries ffmpeg, then libav's avconv, and names the last.
 _PROGRAM_PACKAGES = {"avconv": "ffmpeg", "ffprobe": "ffmpeg"}
+# A deadline a message states: "within 5 minutes", "Waited 600 seconds", "within 10000 ms".
+_DEADLINE = re.compile(r"(?:within|[Ww]aited|after|timeout of) (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|seconds?|secs?|s|ms)\b")
+# Startup deadlines vLLM states when they run out (NCCL and collective timeouts are not these:
+# they stay nccl_failure). Which one decides the remedy: the env var or the Ray cluster.
+_TIMEOUTS = (
+    ("engine_ready", re.compile(r"Timed out waiting for engine|VLLM_ENGINE_READY_TIMEOUT_S"
+                                r"|Timed out waiting for engines to send initial message")),
+    ("handshake", re.compile(r"Did not receive response from (?:the )?front-end process")),
+    ("rpc", re.compile(r"didn't reply within|RPC [Ss]erver (?:did not|didn't) (?:reply|respond)|VLLM_RPC_TIMEOUT")),
+    ("placement_group", re.compile(r"Cannot provide a placement group|[Pp]lacement group[^\n]{0,80}(?:timed out|not ready)")),
+)
+_COLLECTIVE = re.compile(r"NCCL|HCCL|[Ww]atchdog|collective|ProcessGroup")
+_UNIT_S = {"m": 60.0, "s": 1.0, "ms": 0.001}
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?P<mod>[\w/]+)\.py$")
 _PACKAGED = re.compile(r"(?:site|dist)-packages/(?P<mod>[\w/.]+?)\.py$")
 _SOURCE_TREE = re.compile(r"(?:^|/)(?P<mod>vllm/[\w/]+)\.py$")
@@ -61,12 +74,30 @@ def exception_fields(signal: Signal) -> dict[str, Any]:
     message = exc.message or ""
     errno = _errno(message)
     missing, kind, install = _missing(cls_path, message, module, errno)
+    said = f"{message} {signal.exception.message if signal.exception else ''}"  # the root's and the wrapper's
     return {
         "exception_class": cls_path.rsplit(".", 1)[-1],
         "exception_module": cls_path.rsplit(".", 1)[0] if "." in cls_path else None,
         "errno": errno, "module": module, "path": _path(message),
         "missing": missing, "missing_kind": kind, "install": install,
+        "deadline_s": _deadline(said), "timeout_kind": _timeout_kind(said),
     }
+
+
+def _timeout_kind(message: str) -> str | None:
+    if _COLLECTIVE.search(message):
+        return None
+    return next((kind for kind, pattern in _TIMEOUTS if pattern.search(message)), None)
+
+
+def _deadline(message: str) -> float | None:
+    """The deadline, in seconds, a timeout message states (None when it states none)."""
+    m = _DEADLINE.search(message)
+    if m is None:
+        return None
+    unit = m.group("unit")
+    scale = _UNIT_S["ms"] if unit == "ms" else _UNIT_S["m"] if unit.startswith("m") else _UNIT_S["s"]
+    return round(float(m.group("n")) * scale, 3)
 
 
 def _root_exception(signal: Signal) -> tuple[ev.ExceptionRaised | None, Any]:
