@@ -222,3 +222,6 @@ class MemoryEvents(Transformer):
 
     def no_cache(self, tail=None):
         return {"kind": "no_cache_memory"}
+
+    def mamba_blocks(self, seqs, blocks, tail=None):
+        return {"kind": "mamba_blocks_short", "max_num_seqs": whole(seqs), "blocks": whole(blocks)}

@@ -30,8 +30,8 @@ _DIST = {"cv2": "opencv-python", "PIL": "pillow", "yaml": "pyyaml", "sklearn": "
          "vllm_flash_attn": "vllm-flash-attn", "flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "Crypto": "pycryptodome"}
 
 _WRAPPED = re.compile(r"^(?:[\w.]*\.)?RayTaskError\((?P<inner>[\w.]+)\)$")
-_ERRNO = re.compile(r"\[Errno (-?\d+)\]|\(os error (\d+)\)|\(errno: (\d+)")
-_ERRNO_PATH = re.compile(r"\[Errno -?\d+\][^']*'(?P<path>[^']+)'")
+_ERRNO = re.compile(r"\[Errno (-?\d{1,6})\]|\(os error (\d{1,6})\)|\(errno: (\d{1,6})")
+_ERRNO_PATH = re.compile(r"\[Errno -?\d+\][^']*'(?P<path>[^'\n]+)'?")  # a cut paste may lose the closing quote
 _NO_MODULE = re.compile(r"No module named '(?P<name>[\w.]+)'")
 _PLEASE_INSTALL = re.compile(
     r"(?:[Pp]lease install|pip install|is not installed|are not installed|requires? the|not found\. Please)")
@@ -47,7 +47,7 @@ _PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PRO
 # A program met under another name: audioread tries ffmpeg, then libav's avconv, and names the last.
 _PROGRAM_PACKAGES = {"avconv": "ffmpeg", "ffprobe": "ffmpeg"}
 # A deadline a message states: "within 5 minutes", "Waited 600 seconds", "within 10000 ms".
-_DEADLINE = re.compile(r"(?:within|[Ww]aited|after|timeout of) (?P<n>\d+(?:\.\d+)?) ?(?P<unit>minutes?|mins?|seconds?|secs?|s|ms)\b")
+_DEADLINE = re.compile(r"(?:within|[Ww]aited|after|timeout of) (?P<n>\d{1,9}(?:\.\d{1,6})?) ?(?P<unit>minutes?|mins?|seconds?|secs?|s|ms)\b")
 # Startup deadlines vLLM states when they run out (NCCL and collective timeouts are not these:
 # they stay nccl_failure). Which one decides the remedy: the env var or the Ray cluster.
 _TIMEOUTS = (

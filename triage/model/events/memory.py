@@ -230,6 +230,18 @@ class KvNeeded(Event):
 
 
 @event
+class MambaBlocksShort(Event):
+    """`max_num_seqs (N) exceeds available Mamba cache blocks (M)`: a hybrid model keeps one
+    state block per sequence, and the pool holds fewer than max_num_seqs."""
+
+    kind = "mamba_blocks_short"
+    role = Role.CAUSE
+    failed_in = KV_ALLOCATION
+    max_num_seqs: int
+    blocks: int
+
+
+@event
 class NoCacheMemory(Event):
     """`No available memory for the cache blocks.`"""
 
