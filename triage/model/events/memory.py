@@ -210,7 +210,7 @@ class KvTooSmall(Event):
     failed_in = KV_ALLOCATION
     facts = {"max_model_len": "max_seq_len", "kv_cache_tokens": "kv_tokens"}
     max_seq_len: int
-    kv_tokens: int
+    kv_tokens: int | None = None  # None when a paste was cut before the figure
 
 
 @event
