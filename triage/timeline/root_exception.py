@@ -150,10 +150,11 @@ def _missing(cls: str, message: str, module: str | None, errno: int | None) -> t
         return name, "module", install or f"pip install {_DIST.get(name, name.replace('_', '-'))}"
     if _TOOLKIT.search(message):
         return "nvcc" if "nvcc" in message or "CUDA" in message or "cuda" in message else "a C compiler", "toolkit", None
-    if errno == 2 and module is not None and module.startswith("subprocess"):
-        program = _path(message)
-        if program and "/" not in program:
-            return _PROGRAM_PACKAGES.get(program, program), "program", None
+    program = _path(message) if errno == 2 else None
+    # a bare name with no folder and no extension is a program (a file vLLM opens has either),
+    # and subprocess raising it says so outright
+    if program and "/" not in program and ("." not in program or (module or "").startswith("subprocess")):
+        return _PROGRAM_PACKAGES.get(program, program), "program", None
     program = _PROGRAM_WORDS.search(message)
     if program:
         return program.group("name").lower(), "program", None
