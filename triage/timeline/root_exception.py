@@ -41,8 +41,8 @@ _INSTALL_NAME = re.compile(
     r"|`?(?P<name2>[A-Za-z][\w.\-]*)`? (?:is|are) not installed")
 _TOOLKIT = re.compile(r"Could not find nvcc|nvcc[^\n]{0,40}not found|CUDA_HOME environment variable is not set"
                       r"|cuda_home='[^']*' doesn't exist|Failed to find C compiler|No CUDA runtime is found")
-_PROGRAMS = ("ffmpeg", "ffprobe", "avconv", "numactl", "nvcc", "ninja", "gcc", "cc", "g++", "git", "git-lfs")
-_PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PROGRAMS if len(p) > 3)
+_PROGRAMS = ("ffmpeg", "ffprobe", "avconv", "numactl", "ninja", "git-lfs")
+_PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PROGRAMS)
                             + r")\b[^\n]{0,40}\b(?:not (?:installed|found|available)|is required|missing)", re.I)
 # A program met under another name: audioread tries ffmpeg, then libav's avconv, and names the last.
 _PROGRAM_PACKAGES = {"avconv": "ffmpeg", "ffprobe": "ffmpeg"}
