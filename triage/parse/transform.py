@@ -33,6 +33,11 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         size = next((r for r in rest if r.type == "SIZE"), None)
         return {"kind": "graph_capture_done", "seconds": num(secs), "bytes": parse_size(size) if size else None}
 
+    def graph_estimate(self, tail=None):
+        utils = re.findall(r"--gpu-memory-utilization=(\d{1,3}(?:\.\d{1,6})?)", str(tail or ""))
+        current, equivalent = (float(utils[0]), float(utils[1])) if len(utils) >= 2 else (None, None)
+        return {"kind": "graph_memory_estimate", "current": current, "equivalent": equivalent}
+
     def sampler_oom(self, what, n, tail=None):
         return {"kind": "sampler_warmup_oom", "requests": whole(n), "what": str(what).split()[0]}
 

@@ -20,7 +20,7 @@ from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class
     ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory, MambaBlocksShort,
 )
 from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    PhaseMark, GraphCaptureDone, SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace,
+    PhaseMark, GraphMemoryEstimate, GraphCaptureDone, SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace,
     Ready, EngineConfig,
 )
 from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events

@@ -27,6 +27,17 @@ class PhaseMark(Event):
 
 
 @event
+class GraphMemoryEstimate(Event):
+    """0.18+: `CUDA graph memory profiling is enabled (...). The current --gpu-memory-utilization=A
+    is equivalent to --gpu-memory-utilization=B without CUDA graph memory profiling`: A - B of
+    the GPU is set aside for CUDA graphs before the KV pool is sized."""
+
+    kind = "graph_memory_estimate"
+    current: float | None = None
+    equivalent: float | None = None
+
+
+@event
 class GraphCaptureDone(Event):
     """`Graph capturing finished in N secs[, took X GiB]`."""
 
