@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from conftest import CORPUS, fixture_cases, log_text, triage_bytes
-from variants import FAMILIES, crlf, cut_first_line, to_hip, to_npu, to_xpu, utf16, variants_for, WRAPPERS
+from variants import EXCERPTS, FAMILIES, crlf, cut, cut_first_line, to_hip, to_npu, to_xpu, utf16, variants_for, \
+    WRAPPERS
 
-OVERALL_BAR, FAMILY_BAR = 0.95, 0.90
+OVERALL_BAR, FAMILY_BAR, EXCERPT_BAR = 0.95, 0.90, 0.95
 
 
 def _failing_logs() -> list[tuple[str, str]]:
@@ -115,3 +116,73 @@ def test_the_generator_makes_the_shapes_it_names():
 def test_variants_are_chosen_the_same_way_every_run():
     assert variants_for("some-log") == variants_for("some-log")
     assert len({v for _, v, _ in variants_for("a")} & set(WRAPPERS)) == 3
+
+
+# --- the excerpt family: cut to the error line, the last traceback, the last 20 lines --------
+# A cut is expected to keep the primary cause when it keeps the sign: every line the leading
+# diagnosis cites as evidence, except the lines that only state the launch's configuration
+# (the version banner, the non-default args, the engine's config), which an excerpt lacks by
+# nature and which shape remedies, not the cause.
+_CONTEXT_ONLY = ("non-default args", "with config:", "API server version", "Automatically detected platform",
+                 "vLLM version", "args: Namespace(", "Initializing an LLM engine", "Initializing a V1 LLM engine")
+
+
+# Causes a phase places (taxonomy v3: the same OOM without its phase is gpu_out_of_memory): their
+# sign includes the phase, so a cut is expected to hold only where it still shows that phase.
+PHASE_PLACED = frozenset({"cuda_graph_capture_oom", "warmup_oom", "weights_exceed_memory"})
+
+
+def _sign_lines(report) -> set[int]:
+    lead = report.diagnoses[0]
+    return {e.line for e in lead.evidence if not any(c in e.text for c in _CONTEXT_ONLY)} or {report.failure.line}
+
+
+@lru_cache(maxsize=1)
+def excerpt_results() -> tuple[tuple[str, str, bool, bool], ...]:
+    """(cut, log, expected to hold, held) for every failing log and every cut that applies."""
+    out = []
+    for name, text in _failing_logs():
+        report = triage_bytes(text.encode())
+        if not report.diagnoses or report.failure is None:
+            continue
+        want, signs = report.diagnoses[0].id, _sign_lines(report)
+        lines = text.replace("\r\n", "\n").split("\n")
+        for label, make in EXCERPTS.items():
+            span = make(lines, report.failure.line)
+            if span is None:
+                continue
+            excerpt = triage_bytes(cut(text, span))
+            expected = all(span[0] <= n <= span[1] for n in signs)
+            if want in PHASE_PLACED:
+                expected = expected and excerpt.failure is not None and excerpt.failure.phase == report.failure.phase
+            out.append((label, name, expected, bool(excerpt.diagnoses) and excerpt.diagnoses[0].id == want))
+    return tuple(out)
+
+
+def test_excerpts_that_keep_the_sign_keep_the_primary_cause(capsys):
+    rows = excerpt_results()
+    expected = [r for r in rows if r[2]]
+    held = sum(r[3] for r in expected)
+    missed = sorted((r[0], r[1]) for r in expected if not r[3])
+    with capsys.disabled():
+        for label in EXCERPTS:
+            mine = [r for r in expected if r[0] == label]
+            print(f"excerpt {label:<15} {sum(r[3] for r in mine):>4}/{len(mine):<4} expected to hold; "
+                  f"{sum(1 for r in rows if r[0] == label and not r[2] and r[3])} more held without their sign")
+        print(f"excerpt overall         {held:>4}/{len(expected):<4} {held / len(expected):6.1%}")
+        for label, name in missed:
+            print(f"  expected to hold, did not: {label} {name}")
+    assert len(expected) >= 100, "too few cuts keep their sign to measure"
+    assert held / len(expected) >= EXCERPT_BAR, f"{held}/{len(expected)}; did not hold: {missed}"
+
+
+def test_the_cuts_take_the_lines_they_name():
+    from variants import error_line, last_lines, last_traceback
+
+    lines = ["INFO start", "Traceback (most recent call last):", '  File "x.py", line 1, in f', "ValueError: bad",
+             *[f"INFO {i}" for i in range(30)], ""]
+    assert error_line(lines, 4) == (4, 4)
+    assert last_traceback(lines, 4) == (2, 4)
+    assert last_traceback(lines, 1) is None
+    assert last_lines(lines, 4) == (15, 34)
+    assert cut("\n".join(lines), (2, 4)) == b'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: bad\n'

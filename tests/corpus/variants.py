@@ -121,3 +121,48 @@ def variants_for(name: str) -> list[tuple[str, str, Variant]]:
     out += [("encodings", n, f) for n, f in ENCODINGS.items()]
     out += [("platform", n, f) for n, f in PLATFORMS.items()]
     return out
+
+
+# --- excerpts: what a user pastes instead of the whole log (issue 22, part 5) ---------------
+# Each cut takes the text and the failure's line (1-based, as the report cites it) and gives
+# the kept lines' range (first, last), 1-based and inclusive, or None when it does not apply.
+Cut = Callable[[list[str], int], "tuple[int, int] | None"]
+TRACEBACK_START = "Traceback (most recent call last)"
+TAIL_LINES = 20
+
+
+MAX_CONTINUED = 10
+
+
+def error_line(lines: list[str], failure: int) -> tuple[int, int] | None:
+    """The error line alone (what a chat box gets most often), with the physical lines a
+    terminal wrapped it into: those that start no record of their own."""
+    from triage.ingest.lines import starts_record
+
+    if not 1 <= failure <= len(lines):
+        return None
+    last = failure
+    while last < min(len(lines), failure + MAX_CONTINUED) and lines[last].strip() and not starts_record(lines[last]) \
+            and not lines[last].startswith((" ", "\t")):
+        last += 1
+    return failure, last
+
+
+def last_traceback(lines: list[str], failure: int) -> tuple[int, int] | None:
+    """The last traceback that ends at the error: from its `Traceback` line to the error."""
+    start = next((i for i in range(min(failure, len(lines)), 0, -1) if TRACEBACK_START in lines[i - 1]), None)
+    return (start, failure) if start is not None else None
+
+
+def last_lines(lines: list[str], failure: int) -> tuple[int, int] | None:
+    """The last TAIL_LINES lines of the log (`tail -20`)."""
+    body = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    return (max(1, body - TAIL_LINES + 1), body) if body > TAIL_LINES else None
+
+
+EXCERPTS: dict[str, Cut] = {"error-line": error_line, "last-traceback": last_traceback, "last-20": last_lines}
+
+
+def cut(text: str, span: tuple[int, int]) -> bytes:
+    lines = _lines(text)
+    return ("\n".join(lines[span[0] - 1:span[1]]) + "\n").encode()

@@ -25,6 +25,7 @@ from triage.diagnose.memory_view import build_view, check_remedies
 from triage.parse.packages import companions
 from triage.model.report import Diagnosis, Evidence, Remedy
 from triage.rule_engine.load import Rule
+from triage.timeline.root_exception import exception_fields
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
 from triage.records import Record, default_factory
@@ -56,6 +57,17 @@ class FailureView(Record, kw_only=False):
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
     companions: list[str] = default_factory(list)  # packages vLLM loads but does not ship, among the frames (packages.py)
+    # The root exception classified (timeline/root_exception.py): what fallback rules read when no sign matches.
+    exception_class: str | None = None  # "FileNotFoundError", "ValidationError" (a RayTaskError's inner one)
+    exception_module: str | None = None  # "huggingface_hub.errors", "pydantic_core._pydantic_core"
+    errno: int | None = None
+    module: str | None = None  # the dotted module of the frame that raised it: "huggingface_hub.file_download"
+    path: str | None = None  # the path of an "[Errno N] ...: 'path'" message
+    missing: str | None = None  # what the message says is not installed: a module, a program, nvcc
+    missing_kind: str | None = None  # "module", "program", "toolkit"; "submodule": a part of an installed package
+    timeout_kind: str | None = None  # a startup deadline ran out: engine_ready, handshake, rpc, placement_group
+    deadline_s: float | None = None  # a deadline the message states ("within 5 minutes"), in seconds
+    install: str | None = None  # the install line the message asks for, or one made from the module name
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:
@@ -73,7 +85,7 @@ def failure_view(signal: Signal | None) -> FailureView | None:
         exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
         phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
         where=_where(chain_frames), root=_root(signal), package=_package(signal),
-        companions=companions([f.file for f in chain_frames]),
+        companions=companions([f.file for f in chain_frames]), **exception_fields(signal),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from triage.diagnose.catalogue_sign import TailLines
+from triage.diagnose.excerpt import excerpt_note
 from triage.diagnose.match import AttemptResult, diagnose_attempt, exported_facts
 from triage.ingest.lines import Line, strip_ansi
 from triage.ingest.read import InputStats
@@ -47,6 +48,9 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     if repeats > 1:
         notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
                         "a restart loop")
+    excerpt = excerpt_note(timeline, lead.facts, lead.fatal.phase if lead.fatal else None, [d.id for d in diagnoses])
+    if excerpt:
+        notes.append(excerpt)
     restarts = last.facts.value("restart_count") or max((r.facts.value("restart_count") or 0) for r in results)
     if restarts:
         notes.insert(0, f"a supervisor (systemd) has restarted the server {restarts} times: the failure below repeats")

@@ -16,6 +16,7 @@ the message starts in the user's file).
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -26,6 +27,12 @@ SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
 MIN_WRAPPED = 3  # W-long lines needed in the sample (one long message cut three times will do)
 MAX_SEGMENTS = 200  # a joined line holds at most this many physical lines
+# `torch.OutOfMemoryError: ...` at the start of an indented line: an exception, a record of its
+# own (starts_record leaves a lowercase start out: a wrap can cut "to|rch.OutOfMemoryError")
+_EXCEPTION = re.compile(r"(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception)(?::|$)")
+SHORT_PASTE_LINES = 40  # a paste this short is read for one wrapped line at a usual terminal width
+TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
+MIN_DISTINCT = 8  # characters a cut message holds at least (a rule of `====` is no message)
 
 def detect_width(sample: list[str]) -> int | None:
     """The column W at which these lines were hard-wrapped, or None for a log as printed.
@@ -35,6 +42,11 @@ def detect_width(sample: list[str]) -> int | None:
     reach it), and most of them must be
     followed by a line that starts no record, and the pairs (W-long line, next line) must
     mostly differ (a repeated banner is one pair again and again)."""
+    width = _common_width(sample)
+    return width if width is not None else _short_paste_width(sample)
+
+
+def _common_width(sample: list[str]) -> int | None:
     long = [len(line) for line in sample if len(line) >= MIN_WIDTH]
     if len(long) < MIN_WRAPPED:
         return None
@@ -47,6 +59,21 @@ def detect_width(sample: list[str]) -> int | None:
     if len({(sample[i], sample[i + 1]) for i in at}) < max(2, (len(at) + 1) // 2):
         return None  # one line and its follower, repeated (a banner, a bar): not wrapping
     return width if _mostly_continued(sample, at, 0.6) else None
+
+
+def _short_paste_width(sample: list[str]) -> int | None:
+    """A paste of a few lines (one error, the end of a traceback) has too few lines to show a
+    common length; a line exactly as long as a usual terminal, the longest of the paste, and
+    followed by a line that starts no record and no indented code, was cut by that terminal."""
+    if len(sample) > SHORT_PASTE_LINES:
+        return None
+    longest = max((len(line) for line in sample), default=0)
+    for i, line in enumerate(sample[:-1]):
+        nxt = sample[i + 1]
+        if len(line) == longest and longest in TERMINAL_WIDTHS and nxt and not nxt[0].isspace() \
+                and len(set(line)) >= MIN_DISTINCT and not starts_record(nxt):
+            return longest
+    return None
 
 
 def _mostly_continued(sample: list[str], at: list[int], share: float) -> bool:
@@ -102,7 +129,7 @@ def detect_indent(sample: list[str]) -> str:
     indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
     if not indent:
         return ""
-    starts = sum(1 for line in lines[:500] if starts_record(line[len(indent):]))
+    starts = sum(1 for line in lines[:500] if starts_record(line[len(indent):]) or _EXCEPTION.match(line[len(indent):]))
     return indent if starts >= 0.1 * min(len(lines), 500) else ""
 
 

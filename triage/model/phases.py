@@ -49,8 +49,13 @@ FRAME_PHASES: dict[str, str] = {
 # profiling runs included, so it does not count; torch's own graphs.py only runs to capture.)
 # torch/utils/_device.py creates tensors under `with torch.device(...)`, which vLLM uses
 # while it builds the model before loading weights into it.
+# vLLM's V1 sampler runs before ready only in its warm-up (the dummy sampler run, whose caller
+# frame a pasted tail often lacks); once serving, a signal is in phase "ready" whatever its frames.
 FILE_PHASES = (("torch/cuda/graphs.py", "cuda_graph_capture"), ("cudagraph_utils.py", "cuda_graph_capture"),
-               ("torch/utils/_device.py", "loading_weights"))
+               ("torch/utils/_device.py", "loading_weights"), ("vllm/v1/sample/sampler.py", "profiling"))
+# A model class's constructor runs only while vLLM builds the model to load weights into
+# (vLLM 0.1-0.2 printed no "Loading weights" line: the frames are all that places it).
+INIT_PHASES = (("/vllm/model_executor/models/", "loading_weights"),)
 
 
 # When frames name several phases, the one that frames the others wins: graph capture runs
@@ -64,6 +69,9 @@ def phase_of_frames(frames: list[tuple[str, str]]) -> str | None:
     for file, func in frames:
         for marker, phase in FILE_PHASES:
             if file.endswith(marker) and func != "__init__":
+                named.add(phase)
+        for marker, phase in INIT_PHASES:
+            if marker in file and func == "__init__":
                 named.add(phase)
         if func in FRAME_PHASES:
             named.add(FRAME_PHASES[func])

@@ -44,7 +44,11 @@ class FailureEvents(Transformer):
     def hub_missing(self, head, tail=None):
         rest = str(tail or "")
         quoted = re.search(r"'([\w.\-]+/[\w.\-]+)'", rest)
-        return {"kind": "repo_not_found", "repo": _hf_repo(rest) or (quoted.group(1) if quoted else None)}
+        out = {"kind": "repo_not_found", "repo": _hf_repo(rest) or (quoted.group(1) if quoted else None)}
+        if str(head).startswith("Revision"):  # huggingface_hub's RevisionNotFoundError: .../revision/<rev>
+            rev = re.search(r"/revision/([^\s/.]+(?:\.[^\s/.]+)*?)\.?(?:\s|$)|Invalid rev id: (\S+)", rest)
+            out["revision"] = next((g for g in rev.groups() if g), None) if rev else "?"
+        return out
 
     def architecture(self, names, verb, tail=None):
         archs = tuple(re.findall(r"'([^']+)'", str(names)))

@@ -203,8 +203,12 @@ class MemoryEvents(Transformer):
         return parse_size(tok) if tok.type == "SIZE" else whole(tok)
 
     # --- KV errors ---
-    def kv_error(self, n, m, tail=None):
-        return {"kind": "kv_too_small", "max_seq_len": whole(n), "kv_tokens": whole(m)}
+    def kv_error(self, n, m=None, tail=None):
+        tokens = m if isinstance(m, int) else None
+        return {"kind": "kv_too_small", "max_seq_len": whole(n), "kv_tokens": tokens}
+
+    def kv_error_tokens(self, m):
+        return whole(m)
 
     def kv_needed(self, _word, n, *rest):
         fields = {"kind": "kv_needed", "max_seq_len": whole(n)}
@@ -222,3 +226,6 @@ class MemoryEvents(Transformer):
 
     def no_cache(self, tail=None):
         return {"kind": "no_cache_memory"}
+
+    def mamba_blocks(self, seqs, blocks, tail=None):
+        return {"kind": "mamba_blocks_short", "max_num_seqs": whole(seqs), "blocks": whole(blocks)}

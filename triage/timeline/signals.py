@@ -146,11 +146,16 @@ def fatal_after_ready(signal: Signal) -> bool:
 def script_crash(signal: Signal) -> bool:
     """A traceback that starts in a user's own script (`<module>` outside any package): that
     program ended, whatever vLLM did before it."""
-    if signal.chain is None or not signal.chain.tracebacks or not signal.chain.tracebacks[0].frames:
+    if signal.chain is None:
         return False
-    outer = signal.chain.tracebacks[0].frames[0]
+    # any traceback of the chain: the first is often the inner error, caught inside a library
+    # ("During handling of the above exception"), and only the last reaches the script's top
+    return any(tb.frames and _own_script(tb.frames[0]) for tb in signal.chain.tracebacks)
+
+
+def _own_script(outer: ev.Frame) -> bool:
     return outer.func == "<module>" and "site-packages" not in outer.file and "/vllm/" not in outer.file \
-        and "dist-packages" not in outer.file
+        and "dist-packages" not in outer.file and not outer.file.endswith("/bin/vllm")
 
 
 

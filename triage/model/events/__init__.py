@@ -17,7 +17,7 @@ from triage.model.events.base import Event, Role  # noqa: F401
 from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     OomProcess, TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory,
     KvCachePinned, KvCacheTokens, MaxConcurrency, CacheBlocks, WeightsLoaded, StartupFreeMemory,
-    ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory,
+    ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory, MambaBlocksShort,
 )
 from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
     PhaseMark, GraphCaptureDone, SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace,

@@ -118,6 +118,7 @@ class RepoNotFound(Event):
     role = Role.CAUSE
     repo: str | None = None
     local: bool = False  # the id is a path (/, ., ~): a folder that is not there, not a Hub typo
+    revision: str | None = None  # RevisionNotFoundError: the repo is there, this branch, tag or commit is not
 
 
 @event

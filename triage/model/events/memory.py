@@ -210,7 +210,7 @@ class KvTooSmall(Event):
     failed_in = KV_ALLOCATION
     facts = {"max_model_len": "max_seq_len", "kv_cache_tokens": "kv_tokens"}
     max_seq_len: int
-    kv_tokens: int
+    kv_tokens: int | None = None  # None when a paste was cut before the figure
 
 
 @event
@@ -227,6 +227,18 @@ class KvNeeded(Event):
     needed: int | None = None  # None when the line was cut before the figures
     available: int | None = None
     estimated_max_len: int | None = None
+
+
+@event
+class MambaBlocksShort(Event):
+    """`max_num_seqs (N) exceeds available Mamba cache blocks (M)`: a hybrid model keeps one
+    state block per sequence, and the pool holds fewer than max_num_seqs."""
+
+    kind = "mamba_blocks_short"
+    role = Role.CAUSE
+    failed_in = KV_ALLOCATION
+    max_num_seqs: int
+    blocks: int
 
 
 @event
