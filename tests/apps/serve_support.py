@@ -23,7 +23,7 @@ from pathlib import Path
 import uvicorn
 
 from triage.apps.serve.app import create_app
-from triage.apps.serve.command import bind, uvicorn_config
+from triage.apps.serve.serve_cli import bind, uvicorn_config
 from triage.apps.serve.limits import ServerConfig
 from triage.apps.serve.workers import WorkerPool
 
@@ -38,7 +38,7 @@ APPS: dict = {}  # port -> the app, for tests that look at its worker processes
 
 
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
-    from triage.apps.serve.answer import analyse_bytes
+    from triage.apps.serve.job import analyse_bytes
 
     if data.startswith(b"HANG"):
         threading.Event().wait()  # until the pool kills this process

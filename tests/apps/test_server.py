@@ -25,8 +25,8 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
                                      "pip install -e '.[test,server]'")
 
 from triage import __version__  # noqa: E402
-from triage.apps.serve.command import EXTRA_MISSING  # noqa: E402
-from triage.apps.serve.slack import slack_unescape, verify_slack  # noqa: E402
+from triage.apps.serve.serve_cli import EXTRA_MISSING  # noqa: E402
+from triage.apps.serve.slack_command import slack_unescape, verify_slack  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 import triage.diagnose.match as diagnose
 from conftest import FIXTURES
 from secret_cases import FAILED, FATAL_LINE
-from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.rule_engine.op_budget import Budget, BudgetExceeded
 from triage.apps.cli import main
 from triage.errors import RuleBudgetError
 from triage.rule_engine.expr import Trace, compile_expr

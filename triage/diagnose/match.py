@@ -16,7 +16,7 @@ from typing import Any
 
 
 from triage.model import events as ev
-from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.rule_engine.op_budget import Budget, BudgetExceeded
 from triage.errors import ExpressionError, RuleBudgetError
 from triage.rule_engine.expr import FactView, Trace
 from triage.timeline.facts import Facts, find_oom, merge

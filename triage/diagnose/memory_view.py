@@ -120,7 +120,7 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
     """Every numeric remedy through the model: keep what fits (annotated), drop what fails."""
     if view is None:
         return remedies
-    from triage.memory.flags import numeric
+    from triage.vllm_flags import numeric
 
     kept: list[Remedy] = []
     for r in remedies:

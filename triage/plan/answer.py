@@ -16,9 +16,9 @@ from triage.memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAP
                       Quantity, evaluate, resolve)
 from triage.memory import Config
 from triage.memory import budget as mbudget
-from triage.memory.flags import apply
+from triage.vllm_flags import apply
 from triage.memory import kv as mkv
-from triage.plan import estimates, kv
+from triage.plan import estimates, kv_layout as kv
 from triage.plan.launch import Launch
 
 # The order vLLM meets its checks in; the first failing one is the reason the launch fails.

@@ -114,7 +114,7 @@ def _replan(launch: Launch, flags: dict) -> str:
     from dataclasses import replace
 
     from triage.plan.answer import answer
-    from triage.plan.flags import parse
+    from triage.vllm_flags import parse
     from triage.plan.launch import build
 
     tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.plan import estimates, kv, params
-from triage.plan.flags import ServeFlags
+from triage.plan import estimates, kv_layout as kv, params
+from triage.vllm_flags import ServeFlags
 from triage.plan.gpu import Gpu
 from triage.plan.model_files import ModelFiles
 from triage.units import GiB

@@ -22,7 +22,7 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 
-from triage.rule_engine.budget import Budget, walk_cost as _walk_cost
+from triage.rule_engine.op_budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
 from triage.records import Record, default_factory
 from triage.rule_engine.functions import FUNCTIONS

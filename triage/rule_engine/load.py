@@ -1,7 +1,7 @@
 """Rule packs: found, read as strict YAML, validated and compiled; every problem reported at once.
 
 A pack is untrusted input. The loader refuses YAML tags that build objects, aliases
-(so no alias bombs), duplicate keys and oversized files; the schema (schema.py) refuses
+(so no alias bombs), duplicate keys and oversized files; the schema (pack_schema.py) refuses
 unknown keys; every expression and template is compiled at load time. Each problem is a
 located `Problem` (path, line, rule id, field, message), and all of them are reported together.
 
@@ -168,7 +168,7 @@ class _Pack:
 
     def rules(self) -> list[Rule]:
         """Every rule of the pack that compiles; the others leave their problems."""
-        from triage.rule_engine import schema  # pydantic: only when a pack is actually read
+        from triage.rule_engine import pack_schema as schema  # pydantic: only when a pack is actually read
 
         doc = self.read()
         if doc is None:
@@ -188,7 +188,7 @@ class _Pack:
         return [r for raw in pack.rules if (r := self._rule(raw)) is not None]
 
     def _rule(self, raw: Any) -> Rule | None:
-        from triage.rule_engine import schema
+        from triage.rule_engine import pack_schema as schema
 
         rid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
         line = getattr(raw, "line", 0)
