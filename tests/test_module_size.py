@@ -1,4 +1,4 @@
-"""Small modules, short functions: no module of triage/ over 450 lines, no function over 80.
+"""Small modules, short functions: no module of triage/ over 450 filled lines, no function over 80 lines.
 
 Read with `ast`, so a nested function counts on its own and a decorator line does not."""
 
@@ -16,9 +16,14 @@ def _sources() -> list[tuple[Path, str]]:
     return [(p, p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))]
 
 
+def _filled_lines(text: str) -> int:
+    """Lines that hold something: blank lines are layout, and where the formatter breaks a long
+    call is its choice (ruff has no module-size rule, so this test keeps it)."""
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
 def test_no_module_over_450_lines():
-    big = {str(p.relative_to(PACKAGE)): n for p, text in _sources()
-           if (n := text.count("\n")) > MAX_MODULE_LINES}
+    big = {str(p.relative_to(PACKAGE)): n for p, text in _sources() if (n := _filled_lines(text)) > MAX_MODULE_LINES}
     assert not big, f"split these along their seams: {big}"
 
 

@@ -144,9 +144,9 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
         value: str | None = inline if "=" in tok else None
         known = name in FLAGS
         switch = known and FLAGS[name].kind == "switch"
-        if value is None and not switch and i < len(tokens) and not tokens[i].startswith("--"):
-            if known or not tokens[i].startswith("-"):
-                value, i = tokens[i], i + 1
+        takes_next = value is None and not switch and i < len(tokens) and not tokens[i].startswith("--")
+        if takes_next and (known or not tokens[i].startswith("-")):
+            value, i = tokens[i], i + 1
         if not known:
             flags.ignored.append(tok if value is None else f"{tok} {value}")
             continue

@@ -271,7 +271,6 @@ def test_planted_secrets_absent_from_every_answer(port, caplog):
 
 def test_busy_server_answers_503_then_recovers():
     with running(max_concurrency=1, timeout=600) as p:
-        pool = APPS[p].state.service.pool
         hung = raw(p, f"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
                       f"Content-Length: {len(HANG)}\r\n\r\n", HANG)
         assert analysing(p)  # the only slot is analysing

@@ -221,7 +221,7 @@ def summary(results: list[tuple[str, str, str]], elapsed: float, jobs: int) -> s
     causes: Counter[str] = Counter()
     other: Counter[str] = Counter()
     errors = []
-    for path, line, status in results:
+    for _path, line, status in results:
         kind, _, cause = status.partition(":")
         if kind == "failed":
             causes[cause or "failed, no cause named"] += 1

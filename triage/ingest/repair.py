@@ -98,7 +98,7 @@ def detect_indent(sample: list[str]) -> str:
     lines = [line for line in sample if line.strip()]
     if len(lines) < 3:
         return ""
-    prefix = os.path.commonprefix(lines)
+    prefix = os.path.commonprefix(lines)  # noqa: RUF071 - by character: the leading whitespace
     indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
     if not indent:
         return ""

@@ -121,7 +121,7 @@ class BundleReader:
             return []
         if self.csv_columns is None or text.count(",") + 1 != len(self.csv_columns):
             return None
-        row = dict(zip(self.csv_columns, (c.strip() for c in text.split(","))))
+        row = dict(zip(self.csv_columns, (c.strip() for c in text.split(",")), strict=True))
         if "pid" in row:
             used = _mib(row.get("used_memory") or row.get("used_gpu_memory"))
             if not row["pid"].isdigit():
