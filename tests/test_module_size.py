@@ -12,8 +12,12 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 
 
+# lark's standalone generator writes these (scripts/gen_parsers.py): its runtime and tables, not ours
+GENERATED = {PACKAGE / "parse" / "log_parser.py", PACKAGE / "rule_engine" / "expr_parser.py"}
+
+
 def _sources() -> list[tuple[Path, str]]:
-    return [(p, p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))]
+    return [(p, p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py")) if p not in GENERATED]
 
 
 def _filled_lines(text: str) -> int:

@@ -76,24 +76,6 @@ def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) 
             pass
 
 
-def grammar_cache(package: str, grammar: str) -> str | bool:
-    """Where lark keeps the LALR tables of one of the package's grammars (False: nowhere safe).
-
-    Named by the grammar's content, so two checkouts or versions that share the folder do
-    not overwrite each other's tables on every run (lark would rebuild them: ~0.4 s)."""
-    import pkgutil
-
-    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
-    if base is None:
-        return False
-    try:
-        text = pkgutil.get_data(package, grammar)
-    except OSError:
-        return False
-    digest = hashlib.sha256(text).hexdigest()[:16]
-    return os.path.join(base, f"{grammar.rsplit('.', 1)[0]}-{__version__}-{digest}.lark.cache")
-
-
 def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
     """A cache file name for something built from these parts on this machine (a compiled
     scanner database is specific to the CPU and the library that built it)."""

@@ -30,7 +30,7 @@ __all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir",
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-2"  # part of the cache key: a pickle of another shape of Rule is never read
+RULES_FORMAT = "records-3"  # part of the cache key: a pickle of another shape of Rule is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
