@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from triage.errors import UsageError
+from triage.records import Record, default_factory
 from triage.units import parse_size
 
 if TYPE_CHECKING:
@@ -60,8 +60,9 @@ _LENGTH = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 # -- a command line, as `plan` reads it ---------------------------------------------------------
 
 
-@dataclass
-class ServeFlags:
+class ServeFlags(Record, frozen=False, kw_only=False):
+    """What a command line sets (a record: defining a dataclass costs ~1 ms of every start)."""
+
     model: str | None = None
     tp: int = 1
     pp: int = 1
@@ -78,8 +79,8 @@ class ServeFlags:
     cpu_offload_gb: float | None = None
     swap_space: float | None = None
     enforce_eager: bool = False
-    given: list[str] = field(default_factory=list)  # the memory flags the user set, as typed
-    ignored: list[str] = field(default_factory=list)
+    given: list[str] = default_factory(list)  # the memory flags the user set, as typed
+    ignored: list[str] = default_factory(list)
 
 
 def _length(text: str, flag: str) -> int:
