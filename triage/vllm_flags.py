@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from triage.errors import UsageError
-from triage.records import Record, default_factory
+from triage.records import Record, field
 from triage.units import parse_size
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ class ServeFlags(Record, frozen=False, kw_only=False):
     cpu_offload_gb: float | None = None
     swap_space: float | None = None
     enforce_eager: bool = False
-    given: list[str] = default_factory(list)  # the memory flags the user set, as typed
-    ignored: list[str] = default_factory(list)
+    given: list[str] = field(default_factory=list)  # the memory flags the user set, as typed
+    ignored: list[str] = field(default_factory=list)
 
 
 def _length(text: str, flag: str) -> int:

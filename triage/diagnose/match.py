@@ -26,7 +26,7 @@ from triage.model.report import Diagnosis, Evidence, Remedy
 from triage.rule_engine.load import Rule
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
@@ -45,18 +45,18 @@ class FailureView(Record, kw_only=False):
     phase: str | None = None
     type: str | None = None
     message: str = ""
-    frames: list[str] = default_factory(list)
-    files: list[str] = default_factory(list)
-    kinds: list[str] = default_factory(list)
+    frames: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
     after_ready: bool = False
     exit_code: int | None = None
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
-    phase_frames: list[str] = default_factory(list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    phase_frames: list[str] = field(default_factory=list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
-    companions: list[str] = default_factory(list)  # packages vLLM loads but does not ship, among the frames (packages.py)
+    companions: list[str] = field(default_factory=list)  # packages vLLM loads but does not ship, among the frames (packages.py)
 
 
 def failure_view(signal: Signal | None) -> FailureView | None:

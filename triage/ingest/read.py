@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from triage.errors import InputError
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 CHUNK_SIZE = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -40,7 +40,7 @@ class InputStats(Record, frozen=False, kw_only=False):
     encoding: str = "utf-8"
     wrap_width: int | None = None  # a hard-wrapped paste: the column its lines were cut at
     indent: str = ""  # a paste indented as a block: the whitespace cut from every line
-    notes: list[str] = default_factory(list)
+    notes: list[str] = field(default_factory=list)
 
 
 def file_kind(mode: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from triage.rule_engine.op_budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
-from triage.records import Record, default_factory
+from triage.records import Record, field
 from triage.rule_engine.functions import FUNCTIONS
 from triage.units import GiB, KiB, MiB
 
@@ -45,7 +45,7 @@ class Trace(Record, frozen=False, kw_only=False):
     """What an evaluation read: the source lines of events and facts, in first-read order;
     and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
-    lines: dict[int, None] = default_factory(dict)
+    lines: dict[int, None] = field(default_factory=dict)
     budget: Budget | None = None
 
     def saw(self, line: int | None) -> None:
