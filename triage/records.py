@@ -150,7 +150,7 @@ def _generic_init(cls: Any, self: Any, args: tuple, kwargs: dict[str, Any]) -> b
     if args:
         if cls._kw_only or len(args) > len(fields) or any(n in kwargs for n in cls._names[:len(args)]):
             return False
-        kwargs = {**dict(zip(cls._names, args)), **kwargs}
+        kwargs = {**dict(zip(cls._names, args, strict=False)), **kwargs}
     if any(k not in fields for k in kwargs):
         return False
     values = []
@@ -161,7 +161,7 @@ def _generic_init(cls: Any, self: Any, args: tuple, kwargs: dict[str, Any]) -> b
             return False
         else:
             values.append(default.make() if isinstance(default, Factory) else default)
-    for name, value in zip(fields, values):
+    for name, value in zip(fields, values, strict=True):
         object.__setattr__(self, name, value)
     if hasattr(cls, "__post_init__"):
         self.__post_init__()
@@ -198,7 +198,7 @@ def _compile_init(cls: Any) -> Any:
     return init
 
 
-def _as_dataclass_fields(cls: type) -> dict[str, Any]:
+def _as_dataclass_fields(cls: Any) -> dict[str, Any]:
     """The `__dataclass_fields__` a frozen kw-only dataclass with these fields would have."""
     import dataclasses
 
@@ -209,7 +209,7 @@ def _as_dataclass_fields(cls: type) -> dict[str, Any]:
             ns[name] = dataclasses.field(default_factory=default.make)
         elif default is not MISSING:
             ns[name] = default
-    shadow = dataclasses.dataclass(frozen=cls._frozen, kw_only=cls._kw_only, init=False, repr=False, eq=False)(
+    shadow: Any = dataclasses.dataclass(frozen=cls._frozen, kw_only=cls._kw_only, init=False, repr=False, eq=False)(
         type(cls.__name__, (), ns))
     return shadow.__dataclass_fields__
 
@@ -251,7 +251,7 @@ class Record(metaclass=_RecordType):
         return _values(self) if self._frozen else dict(vars(self))
 
     def __setstate__(self, state: Any) -> None:
-        items = state.items() if isinstance(state, dict) else zip(self._names, state)
+        items = state.items() if isinstance(state, dict) else zip(self._names, state, strict=False)
         for name, value in items:
             object.__setattr__(self, name, value)
 

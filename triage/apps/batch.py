@@ -95,7 +95,7 @@ def find_logs(inputs: list[str], skip: frozenset[tuple[int, int]] = frozenset())
     out: dict[str, None] = {}
     for item in inputs:
         if os.path.isdir(item):
-            found = []
+            found = []  # type: ignore[var-annotated]
             for root, dirs, files in os.walk(item):
                 dirs.sort()
                 found.extend(os.path.join(root, f) for f in sorted(files) if is_log_name(f))
@@ -130,7 +130,7 @@ def _own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]
         if stat.S_ISREG(st.st_mode):
             found.add((st.st_dev, st.st_ino))
     if jsonl and _identity(jsonl):
-        found.add(_identity(jsonl))
+        found.add(_identity(jsonl))  # type: ignore[arg-type]
     return frozenset(found)
 
 

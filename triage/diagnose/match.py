@@ -143,7 +143,7 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         "event": None,
         "other_causes": [],
     }
-    base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])
+    base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])  # type: ignore[arg-type]
     fatal_lines = _fatal_lines(fatal)
     by_kind: dict[str, list[ev.Event]] = {}  # a rule bound to a kind reads its events, not the whole attempt's
     for e in attempt.events:

@@ -143,7 +143,7 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
         target = v.target or v.checks[0]
         margin = target.margin
         kept.append(r.model_copy(update={"check": RemedyCheck(
-            against=target.name, verdict=FITS if target.verdict == FITS else "cannot tell",
+            against=target.name, verdict="fits" if target.verdict == FITS else "cannot tell",
             margin=round(margin, 2) if margin is not None else None, unit=target.unit,
             provenance=target.source, text=_said(target))}))
     return kept

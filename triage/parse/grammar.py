@@ -30,7 +30,10 @@ def _listed(text: str, name: str) -> tuple[str, ...]:
 def _families() -> tuple[tuple[str, ...], frozenset[str]]:
     # pkgutil reads the file through the package's loader (a zip too), without the ~2 ms of
     # importlib.resources' imports (zipfile and its readers) on every start
-    text = pkgutil.get_data(__package__, "vllm_log.lark").decode("utf-8")
+    data = pkgutil.get_data(__package__, "vllm_log.lark")
+    if data is None:
+        raise RuntimeError("vllm_log.lark is missing from the package")
+    text = data.decode("utf-8")
     opening = _listed(text, "opening")
     return _listed(text, "family") + opening, frozenset(opening)
 
@@ -69,7 +72,7 @@ class _NoRootLexer:
 
 def _skip_root_lexer(lark: Lark) -> None:
     lexer = getattr(getattr(lark, "parser", None), "lexer", None)
-    if hasattr(lexer, "root_lexer"):  # lark's ContextualLexer; another lexer keeps its ways
+    if lexer is not None and hasattr(lexer, "root_lexer"):  # lark's ContextualLexer; another keeps its ways
         lexer.root_lexer = _NoRootLexer()
 
 

@@ -158,7 +158,7 @@ class BundleReader:
                 value = text[len(key):].strip()
                 if field == "vllm_version":
                     return [ev.EngineConfig(**where, source="env", version=value.lstrip("v"))]
-                return [ev.SystemInfo(**where, **{field: value})]
+                return [ev.SystemInfo(**where, **{field: value})]  # type: ignore[arg-type]
         m = _ENV_GPU.match(text)
         if m:
             return [ev.GpuInfo(**where, index=int(m.group(1)), name=m.group(2))]

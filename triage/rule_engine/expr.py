@@ -140,7 +140,10 @@ def compile_expr(source: object) -> Expr:
         column = getattr(exc, "column", "?")
         raise ExpressionError(f"cannot parse expression {text!r} at column {column}") from None
     _check_tree(tree)
-    expr = Expr(text, _plain(tree))
+    node = _plain(tree)
+    if node is None:  # the grammar always gives a tree or a token
+        raise ExpressionError(f"cannot parse expression {text!r}")
+    expr = Expr(text, node)
     expr.compiled()  # at pack load: a node the evaluator does not know is refused here
     return expr
 
@@ -381,7 +384,7 @@ def _record_fields(value: Any) -> Any:
 @lru_cache(maxsize=None)
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
-    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))
+    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))  # type: ignore[arg-type]
     return frozenset(names) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 

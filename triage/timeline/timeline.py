@@ -93,7 +93,7 @@ class Attempt(Record, frozen=False, kw_only=False):
                 if cause is not None:
                     return cause
         else:
-            live = ended(s for s in self.signals if not s.shutdown)
+            live = ended(s for s in self.signals if not s.shutdown)  # type: ignore[type-var]
         roots = [s for s in live if s.root]
         # An error raised beats one only logged as a warning, which beats figures that imply one.
         stated = [s for s in roots if not s.implied and not s.weak]
@@ -195,7 +195,7 @@ class Timeline:
         if tb is None or tb.exception is not None or not tb.frames:
             return
         after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
-        if any(not death_only(s) for s in after):  # a process exiting after it does not close it
+        if any(not death_only(s) for s in after):  # type: ignore[arg-type]  # a process exiting after it does not close it
             return
         attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],

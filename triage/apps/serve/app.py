@@ -79,7 +79,7 @@ async def triage(request: Request) -> Response:
     fmt = pick_format(query, field, request.headers.get("accept"))
     if not data.strip():
         raise ApiError(400, "the body is empty: send a vLLM startup log")
-    text = await service.analyse(request.receive, data, name, fmt, deadline)
+    text = await service.analyse(request.receive, data, name, fmt, deadline)  # type: ignore[arg-type]
     return Response(text, media_type=MEDIA[fmt], headers=NO_STORE)
 
 
@@ -104,7 +104,7 @@ async def slack(request: Request) -> Response:
         raise ApiError(401, problem)
 
     async def analyse(text: bytes) -> str:
-        return await service.analyse(request.receive, text, "slack.log", "slack", deadline)
+        return await service.analyse(request.receive, text, "slack.log", "slack", deadline)  # type: ignore[arg-type]
 
     return JSONResponse(await slack_answer(body, analyse), headers=NO_STORE)
 
