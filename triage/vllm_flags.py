@@ -52,8 +52,12 @@ FLAGS: dict[str, Flag] = {
     "kv-cache-memory-bytes": Flag("size", "kv_cache_memory", "kv_cache_memory"),
     "enforce-eager": Flag("switch", "enforce_eager", "enforce_eager"),
 }
-SHORT = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size", "-q": "quantization",
-         "-dp": "data-parallel-size"}
+SHORT = {
+    "-tp": "tensor-parallel-size",
+    "-pp": "pipeline-parallel-size",
+    "-q": "quantization",
+    "-dp": "data-parallel-size",
+}
 _LENGTH = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 
 
@@ -129,7 +133,7 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
     if len(tokens) >= 2 and tokens[0].endswith("vllm") and tokens[1] == "serve":
         tokens = tokens[2:]
     elif tokens and tokens[0] in ("python", "python3") and "-m" in tokens[:3]:
-        tokens = tokens[tokens.index("-m") + 2:]
+        tokens = tokens[tokens.index("-m") + 2 :]
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -187,7 +191,11 @@ def _bytes(text: str) -> int:
 
 
 _CONFIG_VALUE: dict[str, Callable[[str], object]] = {
-    "count": _positive, "fraction": _util, "number": float, "text": str, "size": _bytes,
+    "count": _positive,
+    "fraction": _util,
+    "number": float,
+    "text": str,
+    "size": _bytes,
     "switch": lambda _t: True,
 }
 # "--flag" -> (Config field, parser), for the flags the memory model reads

@@ -40,7 +40,8 @@ def test_the_committed_parser_is_the_generators_output(module_path):
     runtime = committed.split("\nDATA = (", 1)[0]
     assert runtime == fresh.split("\nDATA = (", 1)[0], f"{module_path}: run python scripts/gen_parsers.py"
     assert _grammar(committed) == _grammar(fresh), (
-        f"{module_path} does not hold {grammar} as it is now: run python scripts/gen_parsers.py")
+        f"{module_path} does not hold {grammar} as it is now: run python scripts/gen_parsers.py"
+    )
 
 
 def test_a_changed_grammar_is_noticed(tmp_path):
