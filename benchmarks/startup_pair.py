@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import CHILD_ENV, SMALL, default_install  # noqa: E402 - the benchmark folder is not a package
+from bench import CHILD_ENV, SMALL, default_install  # the benchmark folder is not a package
 
 
 def _wall(cmd: list[str]) -> float:
