@@ -91,12 +91,12 @@ def _measure(cmd: list[str]) -> tuple[float, int, str, int, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     if os.path.exists("/usr/bin/time"):
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True,
                            text=True, env=CHILD_ENV)
         last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "0"
         rss = int(last) if last.isdigit() else 0
     else:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=CHILD_ENV)
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -186,7 +186,7 @@ def bench_batch(cli: list[str], runs: int) -> tuple:
         for _ in range(runs):
             t0 = time.perf_counter()
             p = subprocess.run(["/usr/bin/time", "-f", "%P", *cli, "batch", str(folder), "--jobs", str(jobs)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=CHILD_ENV)
+                               capture_output=True, text=True, env=CHILD_ENV)
             wall = time.perf_counter() - t0
             if wall < best:
                 best, cpu = wall, p.stderr.strip().splitlines()[-1]

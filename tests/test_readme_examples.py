@@ -111,6 +111,6 @@ def test_no_install_line_asks_pypi_for_vllm_triage():
 
 
 def test_the_servers_install_hint_works_without_pypi():
-    from triage.apps.serve.command import EXTRA_MISSING
+    from triage.apps.serve.serve_cli import EXTRA_MISSING
 
     assert "'.[server]'" in EXTRA_MISSING and "git+" in EXTRA_MISSING

@@ -11,13 +11,13 @@ import pickle
 import pytest
 
 from triage import records
-from triage.records import Record, default_factory, replace
+from triage.records import Record, field, replace
 
 
 class Point(Record):
     x: int
     y: int = 0
-    tags: list[str] = default_factory(list)
+    tags: list[str] = field(default_factory=list)
 
 
 class Point3(Point):
@@ -31,7 +31,7 @@ class Pos(Record, kw_only=False):
 
 
 class Box(Record, frozen=False, kw_only=False):
-    items: list[int] = default_factory(list)
+    items: list[int] = field(default_factory=list)
     size: int = 0
 
 

@@ -14,7 +14,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 from triage.version import __version__
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 def cache_dir() -> str | None:
     """$XDG_CACHE_HOME/vllm-triage (or a per-user folder in /tmp), if it is safe to use."""
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = os.path.join(xdg, "vllm-triage") if xdg else os.path.join(tempfile.gettempdir(), f"vllm-triage-{os.getuid()}")
+    base = os.path.join(xdg, "vllm-triage") if xdg else os.path.join(_temp_root(), f"vllm-triage-{os.getuid()}")
     try:
         os.makedirs(base, mode=0o700, exist_ok=True)
         st = os.stat(base)
@@ -35,6 +34,17 @@ def cache_dir() -> str | None:
     if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or not stat.S_ISDIR(st.st_mode):
         return None  # someone else's folder, or one others can write: do not trust what is in it
     return base
+
+
+def _temp_root() -> str:
+    """The temporary folder `tempfile.gettempdir()` names, without importing tempfile (~4 ms
+    with shutil and random) on every run: $TMPDIR, $TEMP or $TMP if set, else /tmp. (tempfile
+    also probes each for writability; here an unwritable one just means no cache.)"""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return "/tmp"
 
 
 def stamp(paths: list[str | Path], *extra: str) -> str | None:
@@ -64,6 +74,8 @@ def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) 
     base = cache_dir()
     if base is None:
         return
+    import tempfile  # only when a cache file is written
+
     try:
         fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
@@ -74,24 +86,6 @@ def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) 
             os.unlink(tmp)
         except Exception:  # noqa: BLE001
             pass
-
-
-def grammar_cache(package: str, grammar: str) -> str | bool:
-    """Where lark keeps the LALR tables of one of the package's grammars (False: nowhere safe).
-
-    Named by the grammar's content, so two checkouts or versions that share the folder do
-    not overwrite each other's tables on every run (lark would rebuild them: ~0.4 s)."""
-    import pkgutil
-
-    base = cache_dir()  # lark's cache is a pickle: only in a folder that is ours alone
-    if base is None:
-        return False
-    try:
-        text = pkgutil.get_data(package, grammar)
-    except OSError:
-        return False
-    digest = hashlib.sha256(text).hexdigest()[:16]
-    return os.path.join(base, f"{grammar.rsplit('.', 1)[0]}-{__version__}-{digest}.lark.cache")
 
 
 def content_name(kind: str, parts: list[bytes], suffix: str) -> str:

@@ -18,7 +18,7 @@ from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
 from triage.parse.vocabulary import matcher
-from triage.records import Record, default_factory
+from triage.records import Record, field
 from triage.rule_engine.load import Rule, load_rules
 from triage.timeline.timeline import Timeline
 
@@ -33,7 +33,7 @@ RECENT_TEXTS = 2000
 
 class Options(Record, frozen=False, kw_only=False):
     redact: bool = True
-    extra_rules: list[str] = default_factory(list)
+    extra_rules: list[str] = field(default_factory=list)
     max_bytes: int | None = None
     # Called after each line that states something has been fed to the timeline, with
     # (timeline, line, events): live callers (`run --`, `--follow`) watch for the fatal event.

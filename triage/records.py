@@ -8,7 +8,7 @@ instances are made by a generic `__init__`; one made often gets its own, compile
 makes ~200 records, of ~40 classes).
 
 What callers see is a dataclass's: fields in declaration order (a base's first), defaults
-and `default_factory`, keyword-only (`kw_only=False`: positional too), frozen with slots
+and `field(default_factory=...)`, keyword-only (`kw_only=False`: positional too), frozen with slots
 (`frozen=False`: mutable, with a `__dict__`, unhashable), `FrozenInstanceError` on
 assignment, equality and hashing by value, pickling, and `dataclasses.fields` / `replace` /
 `is_dataclass` (their `__dataclass_fields__` is built, through `dataclasses`, when first
@@ -18,7 +18,20 @@ must stay a real dataclass (the report: pydantic validates it).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+if TYPE_CHECKING:  # PEP 681: type checkers and editors read a record's fields as a dataclass's
+    from dataclasses import field as dataclasses_field
+
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda cls: cls
+
+    dataclasses_field = None
+
+T = TypeVar("T")
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__slots__": ()})()
 
@@ -32,9 +45,9 @@ class Factory:
         self.make = make
 
 
-def default_factory(make: Any) -> Any:
-    """`x: list[str] = default_factory(list)`: each instance gets its own."""
-    return Factory(make)
+def field(*, default_factory: Callable[[], T]) -> T:
+    """`x: list[str] = field(default_factory=list)`: each instance gets its own (as `dataclasses.field`)."""
+    return Factory(default_factory)  # type: ignore[return-value]
 
 
 def _is_classvar(annotation: Any) -> bool:
@@ -43,6 +56,7 @@ def _is_classvar(annotation: Any) -> bool:
     return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 class _RecordType(type):
     """Makes each class a record: `_fields` (name -> (annotation, default)), `_names` (in
     order), and for a frozen one `__slots__` for the fields the class adds.
@@ -61,7 +75,7 @@ class _RecordType(type):
                 continue
             default = ns.pop(field, MISSING)
             if getattr(type(default), "__hash__", None) is None:
-                raise ValueError(f"mutable default {type(default).__name__} for field {field}: use default_factory")
+                raise ValueError(f"mutable default {type(default).__name__} for field {field}: use field(default_factory=...)")
             fields[field] = (annotation, default)
         frozen = _setting(bases, "_frozen", frozen)
         kw_only = _setting(bases, "_kw_only", kw_only)
@@ -136,7 +150,7 @@ def _generic_init(cls: Any, self: Any, args: tuple, kwargs: dict[str, Any]) -> b
     if args:
         if cls._kw_only or len(args) > len(fields) or any(n in kwargs for n in cls._names[:len(args)]):
             return False
-        kwargs = {**dict(zip(cls._names, args)), **kwargs}
+        kwargs = {**dict(zip(cls._names, args, strict=False)), **kwargs}
     if any(k not in fields for k in kwargs):
         return False
     values = []
@@ -147,7 +161,7 @@ def _generic_init(cls: Any, self: Any, args: tuple, kwargs: dict[str, Any]) -> b
             return False
         else:
             values.append(default.make() if isinstance(default, Factory) else default)
-    for name, value in zip(fields, values):
+    for name, value in zip(fields, values, strict=True):
         object.__setattr__(self, name, value)
     if hasattr(cls, "__post_init__"):
         self.__post_init__()
@@ -184,7 +198,7 @@ def _compile_init(cls: Any) -> Any:
     return init
 
 
-def _as_dataclass_fields(cls: type) -> dict[str, Any]:
+def _as_dataclass_fields(cls: Any) -> dict[str, Any]:
     """The `__dataclass_fields__` a frozen kw-only dataclass with these fields would have."""
     import dataclasses
 
@@ -195,7 +209,7 @@ def _as_dataclass_fields(cls: type) -> dict[str, Any]:
             ns[name] = dataclasses.field(default_factory=default.make)
         elif default is not MISSING:
             ns[name] = default
-    shadow = dataclasses.dataclass(frozen=cls._frozen, kw_only=cls._kw_only, init=False, repr=False, eq=False)(
+    shadow: Any = dataclasses.dataclass(frozen=cls._frozen, kw_only=cls._kw_only, init=False, repr=False, eq=False)(
         type(cls.__name__, (), ns))
     return shadow.__dataclass_fields__
 
@@ -237,7 +251,7 @@ class Record(metaclass=_RecordType):
         return _values(self) if self._frozen else dict(vars(self))
 
     def __setstate__(self, state: Any) -> None:
-        items = state.items() if isinstance(state, dict) else zip(self._names, state)
+        items = state.items() if isinstance(state, dict) else zip(self._names, state, strict=False)
         for name, value in items:
             object.__setattr__(self, name, value)
 
@@ -264,7 +278,8 @@ def field_annotations(cls: type[Record]) -> dict[str, Any]:
     return {name: annotation for name, (annotation, _) in cls._fields.items()}
 
 
-def lazy_dataclass(cls: type) -> type:
+@dataclass_transform(kw_only_default=True, field_specifiers=(dataclasses_field,))
+def lazy_dataclass(cls: type[T]) -> type[T]:
     """`@dataclass(kw_only=True)` for classes that must stay real dataclasses (pydantic
     validates them), with the three generated methods left out: the class brings `__eq__`
     and `__repr__` of its own (generic, over `_names`), and its `__init__` is compiled, as a

@@ -28,7 +28,7 @@ def parse_size(text: object) -> int:
     value = float(number) * factor
     if not math.isfinite(value) or abs(value) > MAX_ABS_BYTES:
         raise ValueError(f"size out of range: {text!r}")
-    return int(round(value))
+    return round(value)
 
 
 def gib(n: int | float | None) -> str:

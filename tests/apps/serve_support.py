@@ -25,7 +25,7 @@ from pathlib import Path
 import uvicorn
 
 from triage.apps.serve.app import create_app
-from triage.apps.serve.command import bind, uvicorn_config
+from triage.apps.serve.serve_cli import bind, uvicorn_config
 from triage.apps.serve.limits import ServerConfig
 from triage.apps.serve.workers import WorkerPool
 
@@ -41,7 +41,7 @@ GUARDS: dict = {}  # port -> its ConnectionGuard, for tests that count its open 
 
 
 def _hang_or_analyse(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
-    from triage.apps.serve.answer import analyse_bytes
+    from triage.apps.serve.job import analyse_bytes
 
     if data.startswith(b"HANG"):
         threading.Event().wait()  # until the pool kills this process

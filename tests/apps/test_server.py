@@ -25,8 +25,8 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
                                      "pip install -e '.[test,server]'")
 
 from triage import __version__  # noqa: E402
-from triage.apps.serve.command import EXTRA_MISSING  # noqa: E402
-from triage.apps.serve.slack import slack_unescape, verify_slack  # noqa: E402
+from triage.apps.serve.serve_cli import EXTRA_MISSING  # noqa: E402
+from triage.apps.serve.slack_command import slack_unescape, verify_slack  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
@@ -271,7 +271,6 @@ def test_planted_secrets_absent_from_every_answer(port, caplog):
 
 def test_busy_server_answers_503_then_recovers():
     with running(max_concurrency=1, timeout=600) as p:
-        pool = APPS[p].state.service.pool
         hung = raw(p, f"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
                       f"Content-Length: {len(HANG)}\r\n\r\n", HANG)
         assert analysing(p)  # the only slot is analysing

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import CORPUS, fixture_cases, triage_file
-from triage.memory.flags import numeric
+from triage.vllm_flags import numeric
 
 CASES = [(p, e) for p, e in fixture_cases() if e.get("remedies")]
 

@@ -26,7 +26,7 @@ from triage.diagnose.report_builder import EVIDENCE_CHARS
 from triage.pipeline import load_rules
 from triage.ingest.read import InputStats, iter_lines
 from triage.render import FORMATS
-from triage.apps.serve.answer import analyse_bytes
+from triage.apps.serve.job import analyse_bytes
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 PER_KIND = 200 if FUZZ else 4

@@ -36,7 +36,7 @@ from conftest import FIXTURES, ROOT
 from line_shapes import PATHOLOGICAL
 from triage.model import events as ev
 from triage.ingest import read
-from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.rule_engine.op_budget import Budget, BudgetExceeded
 from triage.apps.cli import main
 from triage.diagnose.match import RULE_OPS
 from triage.errors import ExpressionError, InputError, TriageError

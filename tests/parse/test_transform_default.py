@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lark import Token, Tree
+from triage.parse.log_parser import Token, Tree
 
 from triage.model import events as ev
 from triage.model.events.base import KINDS

@@ -28,7 +28,7 @@ def event_dicts(path: Path) -> list[tuple[int, str, set[str]]]:
         if not isinstance(node, ast.Dict):
             continue
         keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-        kind = next((v.value for k, v in zip(node.keys, node.values)
+        kind = next((v.value for k, v in zip(node.keys, node.values, strict=True)
                      if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)), None)
         if kind is not None:
             found.append((node.lineno, kind, keys - {"kind"}))

@@ -97,7 +97,7 @@ def test_a_model_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
     code, p = plan_json("--model", "acme/tiny", "--gpu", "A100-40GB")
     assert code == 0 and p["weights_bytes_per_gpu"] == 2471645184
     assert "index" in p["weights_source"]
-    code, out, err = run("--model", "acme/absent", "--gpu", "T4")
+    code, _out, err = run("--model", "acme/absent", "--gpu", "T4")
     assert code == 2 and "not in the local Hugging Face cache" in err and err.count("\n") == 1
 
 
@@ -109,7 +109,7 @@ def test_safetensors_headers_are_read_without_the_tensors(tmp_path):
                          "w": {"dtype": "BF16", "shape": [1024, 1024], "data_offsets": [0, 2 << 20]},
                          "s": {"dtype": "F32", "shape": [1024], "data_offsets": [2 << 20, (2 << 20) + 4096]}})
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header.encode())  # no tensor data
-    code, p = plan_json("--model", str(folder), "--gpu", "T4")
+    _code, p = plan_json("--model", str(folder), "--gpu", "T4")
     assert p["weights_bytes_per_gpu"] == (2 << 20) + 4096 and "headers" in p["weights_source"]
     assert p["model"]["parameters"] == 1024 * 1024 + 1024
 
@@ -124,7 +124,7 @@ def test_safetensors_headers_are_read_without_the_tensors(tmp_path):
     (["--model", LLAMA, "--gpu", "T4", "--dtype", "int3"], "unknown --dtype"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle):
-    code, out, err = run(*argv)
+    code, _out, err = run(*argv)
     assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -269,7 +269,7 @@ def test_a_pinned_kv_cache_memory_sizes_the_pool(tmp_path):
 def test_secrets_on_the_command_line_never_reach_the_report():
     secret = "sk-" + "a1b2c3d4" * 4
     for fmt in ("json", "terminal", "markdown"):
-        code, out, err = run("--format", fmt, "--gpu", "H100", "--", "vllm", "serve", LLAMA, "--api-key", secret,
+        code, out, _err = run("--format", fmt, "--gpu", "H100", "--", "vllm", "serve", LLAMA, "--api-key", secret,
                              "--max-model-len", "8192")
         assert code == 0 and secret not in out and "--api-key" in out
 
@@ -301,7 +301,7 @@ def test_the_serve_flag_list_is_data_with_its_provenance():
 
     text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
     assert "Provenance:" in text
-    from triage.plan.flags import serve_flags
+    from triage.vllm_flags import serve_flags
 
     assert {"max-model-len", "tensor-parallel-size", "served-model-name", "port"} <= serve_flags()
     assert not any(name.startswith("-") or name != name.strip() for name in serve_flags())

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from triage.plan import kv, params
+from triage.plan import kv_layout as kv, params
 from triage.plan.spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
 
 CONFIGS = ROOT / "fixtures" / "configs"

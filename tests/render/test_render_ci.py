@@ -203,7 +203,7 @@ def test_junit_structure_of_a_failed_log():
     assert suite.get("name") == "vllm-triage" and suite.get("errors") == "0" and suite.get("skipped") == "0"
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == [d.id for d in report.diagnoses]
-    for case, d in zip(cases, report.diagnoses):
+    for case, d in zip(cases, report.diagnoses, strict=True):
         assert case.get("classname") == f"vllm-triage.{report.input.name}"
         failure = case.find("failure")
         assert failure.get("type") == d.id and failure.get("message") == d.title

@@ -22,10 +22,10 @@ import pytest
 import triage.diagnose.match as diagnose
 from conftest import FIXTURES
 from secret_cases import FAILED, FATAL_LINE
-from triage.rule_engine.budget import Budget, BudgetExceeded
+from triage.rule_engine.op_budget import Budget, BudgetExceeded
 from triage.apps.cli import main
 from triage.errors import RuleBudgetError, RulePackError
-from triage.rule_engine.budget import ATTEMPT_OPS, RULE_OPS, planned_cost
+from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, planned_cost
 from triage.rule_engine.load import load_packs
 from triage.rule_engine.expr import Trace, compile_expr
 from triage.pipeline import Options, load_rules, run

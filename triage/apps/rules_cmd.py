@@ -22,7 +22,7 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
 
     rules = load_rules(args.packs)  # raises RulePackError listing every problem (exit 2)
     if args.action == "check":
-        from triage.rule_engine.budget import ATTEMPT_OPS, PLANNED_EVENTS, planned_cost
+        from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, planned_cost
 
         costs = {r.id: planned_cost(r) for r in rules}
         worst = max(costs, key=costs.get) if costs else None

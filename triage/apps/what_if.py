@@ -16,7 +16,7 @@ from triage.errors import UsageError
 from triage.apps.exit_codes import ArgParser
 from triage.memory import FAILS, FITS, Check, MemoryInputs, evaluate, overall
 from triage.memory.checks import fmt
-from triage.memory.flags import apply
+from triage.vllm_flags import apply
 
 EXIT_FITS, EXIT_FAILS, EXIT_CANNOT_TELL = 0, 1, 2
 

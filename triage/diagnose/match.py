@@ -16,7 +16,7 @@ from typing import Any
 
 
 from triage.model import events as ev
-from triage.rule_engine.budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
+from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
 from triage.errors import ExpressionError, RuleBudgetError
 from triage.rule_engine.expr import FactView, Trace
 from triage.timeline.facts import Facts, find_oom, merge
@@ -28,7 +28,7 @@ from triage.rule_engine.load import Rule
 from triage.timeline.root_exception import exception_fields
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
@@ -45,18 +45,18 @@ class FailureView(Record, kw_only=False):
     phase: str | None = None
     type: str | None = None
     message: str = ""
-    frames: list[str] = default_factory(list)
-    files: list[str] = default_factory(list)
-    kinds: list[str] = default_factory(list)
+    frames: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
     after_ready: bool = False
     exit_code: int | None = None
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
-    phase_frames: list[str] = default_factory(list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    phase_frames: list[str] = field(default_factory=list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
-    companions: list[str] = default_factory(list)  # packages vLLM loads but does not ship, among the frames (packages.py)
+    companions: list[str] = field(default_factory=list)  # packages vLLM loads but does not ship, among the frames (packages.py)
     # The root exception classified (timeline/root_exception.py): what fallback rules read when no sign matches.
     exception_class: str | None = None  # "FileNotFoundError", "ValidationError" (a RayTaskError's inner one)
     exception_module: str | None = None  # "huggingface_hub.errors", "pydantic_core._pydantic_core"
@@ -154,7 +154,7 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         "event": None,
         "other_causes": [],
     }
-    base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])
+    base["memory"] = build_view(facts, base["failure"], base["oom"], base["seen"])  # type: ignore[arg-type]
     fatal_lines = _fatal_lines(fatal)
     by_kind: dict[str, list[ev.Event]] = {}  # a rule bound to a kind reads its events, not the whole attempt's
     for e in attempt.events:

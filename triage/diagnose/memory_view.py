@@ -133,7 +133,7 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
     """Every numeric remedy through the model: keep what fits (annotated), drop what fails."""
     if view is None:
         return remedies
-    from triage.memory.flags import numeric
+    from triage.vllm_flags import numeric
 
     kept: list[Remedy] = []
     for r in remedies:
@@ -156,7 +156,7 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
         target = v.target or v.checks[0]
         margin = target.margin
         kept.append(r.model_copy(update={"check": RemedyCheck(
-            against=target.name, verdict=FITS if target.verdict == FITS else "cannot tell",
+            against=target.name, verdict="fits" if target.verdict == FITS else "cannot tell",
             margin=round(margin, 2) if margin is not None else None, unit=target.unit,
             provenance=target.source, text=_said(target))}))
     return kept

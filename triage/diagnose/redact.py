@@ -308,6 +308,11 @@ class LineRedactor:
     def __init__(self) -> None:
         self._key_lines_left = 0
 
+    @staticmethod
+    def joined(text: str) -> str:
+        """Lines a wrap cut, joined again: masked whole, without touching the key-block state."""
+        return redact_text(text)
+
     def __call__(self, line: str) -> str:
         if self._key_lines_left:
             end = self._END.search(line)

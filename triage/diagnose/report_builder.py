@@ -7,7 +7,7 @@ from triage.diagnose.excerpt import excerpt_note
 from triage.diagnose.match import AttemptResult, diagnose_attempt, exported_facts
 from triage.ingest.lines import Line, strip_ansi
 from triage.ingest.read import InputStats
-from triage.model.report import AttemptSummary, Echo, Failure, InputInfo, Report, VllmInfo
+from triage.model.report import AttemptSummary, Echo, Failure, InputInfo, Outcome, Report, VllmInfo
 from triage.rule_engine.load import Rule
 from triage.timeline.timeline import Timeline
 
@@ -42,8 +42,8 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     summaries[-1].repeats = repeats
     notes = _notes(results, stats, timeline.dropped_attempts)
     if outcome == "recovered":
-        notes.insert(0, f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "
-                        f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "
+        notes.insert(0, f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "  # type: ignore[union-attr]
+                        f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "  # type: ignore[union-attr]
                         "below are the failed attempt's")
     if repeats > 1:
         notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
@@ -89,7 +89,7 @@ def _trailing_repeats(summaries: list[AttemptSummary]) -> int:
     return count
 
 
-def _outcome(result: AttemptResult) -> str:
+def _outcome(result: AttemptResult) -> Outcome:
     if result.fatal is not None:
         return "incomplete" if result.fatal.cut else "failed"
     return "healthy" if result.attempt.ready is not None else "incomplete"

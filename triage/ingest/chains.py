@@ -146,7 +146,7 @@ class LinkRepeats:
         """Whether a line's hits hold HEAD (asked of every line the scan finds a word in: a loop,
         not a generator)."""
         head = self.head_id
-        for _, i in hits:
+        for _, i in hits:  # noqa: SIM110 - a loop: any() and its generator cost more per line
             if i == head:
                 return True
         return False

@@ -201,7 +201,7 @@ class QuietSearch:
             searched = mask_heads(chunk, start, end, self.keep, heads.spans(chunk))
         else:
             searched = mask_requests(chunk, start, end, self.keep)
-        return self.m.hits(searched), _NulEnds(searched) if searched is not chunk else _NONE
+        return self.m.hits(searched), _NulEnds(searched) if searched is not chunk else _NONE  # type: ignore[arg-type]
 
     def _unmasked(self, chunk: bytes, start: int, end: int,
                   found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from triage.errors import InputError
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 CHUNK_SIZE = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -40,7 +40,7 @@ class InputStats(Record, frozen=False, kw_only=False):
     encoding: str = "utf-8"
     wrap_width: int | None = None  # a hard-wrapped paste: the column its lines were cut at
     indent: str = ""  # a paste indented as a block: the whitespace cut from every line
-    notes: list[str] = default_factory(list)
+    notes: list[str] = field(default_factory=list)
 
 
 def file_kind(mode: int) -> str:
@@ -84,7 +84,7 @@ def open_source(path: str, stdin: BinaryIO | None = None, regular_only: bool = F
     except BaseException:
         os.close(fd)
         raise
-    stream: BinaryIO = os.fdopen(fd, "rb")
+    stream: BinaryIO = os.fdopen(fd, "rb")  # type: ignore[no-redef]
     if regular_only:
         stream = io.BufferedReader(_Snapshot(stream, st.st_size), CHUNK_SIZE)  # type: ignore[assignment]
     return stream, os.path.basename(path)
@@ -241,7 +241,7 @@ def iter_chunks(stream: BinaryIO, stats: InputStats, max_bytes: int | None = Non
     first = True
     # The first read waits for enough bytes to tell text from binary; after that read1, so
     # a live pipe yields what it has instead of waiting for a full chunk.
-    while chunk := (stream.read(BINARY_SNIFF_BYTES) if first else stream.read1(CHUNK_SIZE)):
+    while chunk := (stream.read(BINARY_SNIFF_BYTES) if first else stream.read1(CHUNK_SIZE)):  # type: ignore[attr-defined]
         if first and encoding == "utf-8" and _looks_binary(chunk):
             raise InputError(f"{stats.name} looks like a binary file, not a text log")
         first = False

@@ -93,7 +93,7 @@ def _mostly_continued(sample: list[str], at: list[int], share: float) -> bool:
 
 def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple[int, str]]:
     """(number of the first physical line, joined text) from (number, physical line)."""
-    held_no, parts = 0, []
+    held_no, parts = 0, list[str]()
     for no, line in lines:
         if parts and (starts_record(line) or len(parts) >= MAX_SEGMENTS):
             yield held_no, "".join(parts)
@@ -125,7 +125,7 @@ def detect_indent(sample: list[str]) -> str:
     lines = [line for line in sample if line.strip()]
     if len(lines) < 3:
         return ""
-    prefix = os.path.commonprefix(lines)
+    prefix = os.path.commonprefix(lines)  # noqa: RUF071 - by character: the leading whitespace
     indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
     if not indent:
         return ""

@@ -188,7 +188,7 @@ class _Scanner:
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
             hits = spots[k:j]
-            if self.runs and j == k + 1 and hits[0][1] == self.stretches.metrics_id and not self.rows.count:
+            if self.runs and j == k + 1 and hits[0][1] == self.stretches.metrics_id and not self.rows.count:  # type: ignore[union-attr]
                 took = self._stretch(chunk, line_start, last, spots, k)
                 if took is not None:
                     pos, k = took
@@ -218,7 +218,7 @@ class _Scanner:
             else:  # the first metrics line of its origin since other news
                 going = list(self.runs) if len(self.runs) < MAX_RUNS else []
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
-                self.runs = dict.fromkeys([*going, verdict])  # the held lines went first (_emit)
+                self.runs = dict.fromkeys([*going, verdict])  # type: ignore[list-item]  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
 
     def _repeats(self, chunk: bytes, raw: bytes, pos: int, last: int,
@@ -269,7 +269,7 @@ class _Scanner:
             self.stats.lines += 1  # no longer than MAX_LINE_CHARS bytes (see _body): nothing to cut
         else:  # decoded only if handed on; the one it replaces is dropped
             self.stats.lines += 1
-            self.runs[verdict] = (self.stats.lines, line)
+            self.runs[verdict] = (self.stats.lines, line)  # type: ignore[index]
 
     def _emit(self, marked: Marked | None) -> Iterator[Marked]:
         """Hand on a line (None: only the held ones), the held metrics lines first, in order.

@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # name -> the module that defines it. Imported on first use (PEP 562), so that importing one
-# submodule (`triage.memory.flags`) or a run that never asks the model a question does not
+# submodule (`triage.memory.inputs`) or a run that never asks the model a question does not
 # load the whole model (~10 ms of start-up).
 _WHERE = {
     **dict.fromkeys(("FAILS", "FITS", "UNKNOWN", "Check", "compare", "overall"), "checks"),

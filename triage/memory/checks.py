@@ -59,7 +59,7 @@ class Check(Record, kw_only=False):
         if self.verdict == FITS:
             head = f"fits with {amount} to spare"
         elif self.verdict == FAILS:
-            head = f"fails, short by {fmt(max(self.need.lo - self.have.hi, 0), self.unit)} at best"
+            head = f"fails, short by {fmt(max(self.need.lo - self.have.hi, 0), self.unit)} at best"  # type: ignore[union-attr]
         else:
             head = f"cannot tell: within the rounding of the printed figures ({amount} either way)"
         tail = f" ({self.note})" if self.note else ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from triage.memory.inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA,
                      NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
@@ -53,7 +53,7 @@ def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], see
 MAX_FIGURE = float(1 << 60)  # an exabyte or an exa-token: beyond any device; larger figures are nonsense
 
 
-def _finite(v: Any) -> bool:
+def _finite(v: Any) -> TypeGuard[int | float]:
     # the bound first: a 5000-digit int compares exactly with a float but overflows isfinite()
     return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= MAX_FIGURE and math.isfinite(v)
 
@@ -171,12 +171,12 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
     follows = (engine == "v0" and batch is None and length is not None
                and getattr(facts.get("enable_chunked_prefill"), "value", None) is not True)
     if follows:
-        batch = max(length, 2048)  # V0's default without chunked prefill (config.py)
+        batch = max(length or 0, 2048)  # V0's default without chunked prefill (config.py)
     block = facts.get("block_size")
     bs = _int(facts, "block_size") or 16
     blocks = _int(facts, "gpu_blocks")
     if blocks is None and failure == KV_FIT and "kv_needed_bytes" not in facts and _int(facts, "kv_cache_tokens"):
-        blocks = _int(facts, "kv_cache_tokens") // bs  # V0 prints the pool as blocks x block_size tokens
+        blocks = (_int(facts, "kv_cache_tokens") or 0) // bs  # V0 prints the pool as blocks x block_size tokens
     sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
     return MemoryInputs(
         engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from triage.memory.quantities import DEFAULT, Quantity
-from triage.records import Record, default_factory, replace
+from triage.records import Record, field, replace
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
@@ -65,7 +65,7 @@ class MemoryInputs(Record, kw_only=False):
     failure: str | None = None           # one of the constants above
     total: Quantity | None = None
     free: Quantity | None = None
-    util: Quantity = default_factory(lambda: Quantity.exact(DEFAULT_UTIL, DEFAULT))
+    util: Quantity = field(default_factory=lambda: Quantity.exact(DEFAULT_UTIL, DEFAULT))
     weights: Quantity | None = None
     activation_peak: Quantity | None = None
     non_torch: Quantity | None = None
@@ -98,7 +98,7 @@ class MemoryInputs(Record, kw_only=False):
     mm_single_seq: bool = False          # V0 clamped the multimodal profile to one sequence
     swap_total: Quantity | None = None   # swap x GPUs per node, as V0 prints it
     cpu_total: Quantity | None = None
-    sources: dict[str, str] = default_factory(dict)  # provenance of int settings
+    sources: dict[str, str] = field(default_factory=dict)  # provenance of int settings
 
     def current(self) -> Config:
         """The failed start's own configuration."""

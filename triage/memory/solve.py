@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from triage.memory import budget, kv
 from triage.memory.checks import FAILS, FITS, Check, overall
-from triage.memory.flags import apply
+from triage.vllm_flags import apply
 from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
                      MemoryInputs)
 from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, estimate_bound, evaluate, reserve, resolve

@@ -46,29 +46,29 @@ class _Model:
 
     def model_dump_json(self) -> str:
         """Compact JSON, byte for byte what pydantic writes (its float spelling differs from json's)."""
-        return _adapter(type(self)).dump_json(self).decode()
+        return _adapter(type(self)).dump_json(self).decode()  # type: ignore[arg-type]
 
     def model_copy(self, update: dict[str, Any] | None = None):
         """A shallow copy with some fields replaced (not validated, as in pydantic)."""
-        return replace(self, **(update or {}))
+        return replace(self, **(update or {}))  # type: ignore[type-var]
 
     @classmethod
     def model_validate(cls, data: Any):
         """Checked against the contract (a wrong type or an unknown key raises pydantic's ValidationError)."""
-        return _adapter(cls).validate_python(data)
+        return _adapter(cls).validate_python(data)  # type: ignore[arg-type]
 
     @classmethod
     def model_validate_json(cls, text: str | bytes):
-        return _adapter(cls).validate_json(text)
+        return _adapter(cls).validate_json(text)  # type: ignore[arg-type]
 
     @classmethod
     def model_json_schema(cls, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
-        return _adapter(cls).json_schema(ref_template=ref_template)
+        return _adapter(cls).json_schema(ref_template=ref_template)  # type: ignore[arg-type]
 
 
 def _dump(value: Any, as_json: bool) -> Any:
     if isinstance(value, _Model):
-        return {f.name: _dump(getattr(value, f.name), as_json) for f in fields(value)}
+        return {f.name: _dump(getattr(value, f.name), as_json) for f in fields(value)}  # type: ignore[arg-type]
     if isinstance(value, dict):
         return {k: _dump(v, as_json) for k, v in value.items()}
     if isinstance(value, list):

@@ -11,8 +11,7 @@ import pkgutil
 import re
 from functools import lru_cache
 
-from lark import Lark
-from lark.exceptions import UnexpectedCharacters
+from triage.parse.log_parser import Lark, UnexpectedCharacters
 
 
 def _listed(text: str, name: str) -> tuple[str, ...]:
@@ -31,7 +30,10 @@ def _listed(text: str, name: str) -> tuple[str, ...]:
 def _families() -> tuple[tuple[str, ...], frozenset[str]]:
     # pkgutil reads the file through the package's loader (a zip too), without the ~2 ms of
     # importlib.resources' imports (zipfile and its readers) on every start
-    text = pkgutil.get_data(__package__, "vllm_log.lark").decode("utf-8")
+    data = pkgutil.get_data(__package__, "vllm_log.lark")
+    if data is None:
+        raise RuntimeError("vllm_log.lark is missing from the package")
+    text = data.decode("utf-8")
     opening = _listed(text, "opening")
     return _listed(text, "family") + opening, frozenset(opening)
 
@@ -49,31 +51,13 @@ PHASE_CALLS = ("warmup_kernels", "kernel_warmup", "capture_model", "profile_run"
 
 @lru_cache(maxsize=1)
 def grammar() -> Lark:
-    """The grammar, built once per process: from its snapshot (`lark_snapshot`), else by lark
-    (from lark's own cache), then snapshotted for the next start."""
-    from triage.parse import lark_snapshot
+    """The parser, built once per process from the standalone module `scripts/gen_parsers.py`
+    writes (lark's LALR runtime and this grammar's tables: no grammar loader at run time)."""
+    from triage.parse.log_parser import Lark_StandAlone
 
-    cache_file = _cache_path()
-    name = lark_snapshot.snapshot_name(cache_file, _options()) if cache_file else None
-    lark = lark_snapshot.load(name) if name else None
-    if lark is None:
-        lark = build_grammar(cache_file)
-        if name:
-            lark_snapshot.save(lark, name)
+    lark = Lark_StandAlone()
     _skip_root_lexer(lark)
     return lark
-
-
-def build_grammar(cache_file: str | bool = False) -> Lark:
-    """lark's parser of the grammar, as lark builds it (through its cache file, if given)."""
-    lark = Lark.open_from_package(__package__, "vllm_log.lark", cache=cache_file, **_options())
-    _skip_root_lexer(lark)
-    return lark
-
-
-def _options() -> dict[str, object]:
-    """How lark builds the parser (part of the snapshot's name, as of lark's cache key)."""
-    return {"parser": "lalr", "start": list(START_RULES)}
 
 
 class _NoRootLexer:
@@ -82,20 +66,14 @@ class _NoRootLexer:
     UnexpectedCharacters makes lark raise its original error, at the same position: the
     only thing `_error_pos` reads."""
 
-    def next_token(self, lex_state, parser_state=None):
+    def next_token(self, lex_state: object, parser_state: object = None) -> object:
         raise UnexpectedCharacters(" ", 0, 1, 1)
 
 
 def _skip_root_lexer(lark: Lark) -> None:
     lexer = getattr(getattr(lark, "parser", None), "lexer", None)
-    if hasattr(lexer, "root_lexer"):  # lark's ContextualLexer; another lexer keeps its ways
+    if lexer is not None and hasattr(lexer, "root_lexer"):  # lark's ContextualLexer; another keeps its ways
         lexer.root_lexer = _NoRootLexer()
-
-
-def _cache_path() -> str | bool:
-    from triage.cache import grammar_cache
-
-    return grammar_cache(__package__, "vllm_log.lark")  # named by the grammar's content
 
 
 @lru_cache(maxsize=1)

@@ -13,8 +13,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 
-from lark import Token, Tree
-from lark.exceptions import LarkError, VisitError
+from triage.parse.log_parser import LarkError, Token, Tree, VisitError
 
 from triage.model import events as ev
 from triage.model.events.base import KINDS

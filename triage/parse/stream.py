@@ -7,10 +7,10 @@ text), keeps unknown ERROR lines, and hands nvidia-smi/fuser rows to the evidenc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from triage.model import events as ev
-from triage.diagnose.redact import redact_text
 from triage.ingest.lines import REQUEST_LOG_PREFIXES, Line, peel, starts_record
 from triage.ingest.scan import Marked
 from triage.parse.parse import parse_line_detail
@@ -23,7 +23,18 @@ WRAP_MIN_CHARS = 60  # a line shorter than any terminal is wide was not cut by a
 # vLLM's request logger: user text, never evidence (ingest/lines.py says what it looks like).
 
 
-def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:
+class Redactor(Protocol):
+    """What the stage asks of the redactor it is handed (diagnose.redact.LineRedactor): the
+    stage masks nothing itself and imports no later stage."""
+
+    def __call__(self, line: str) -> str:
+        """A physical line, in the log's order (a redactor may remember an open key block)."""
+
+    def joined(self, text: str) -> str:
+        """A text re-joined from wrapped lines (on the side: the line order is unchanged)."""
+
+
+def line_events(marked: Iterable[Marked], clean: Redactor | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:
     """(line, events) for every line that states something, re-joining hard-wrapped lines.
 
     `clean` (the redactor) sees each line whole, before it is parsed, joined or cut: every
@@ -47,7 +58,7 @@ def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = N
             yield from _table_rows(no, raw.split("\n"), clean, evidence)
             continue
         if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
-            joined = peel(redact_text(held[0] + raw) if clean else held[0] + raw, held[1].no)
+            joined = peel(clean.joined(held[0] + raw) if clean else held[0] + raw, held[1].no)
             events, ran_out = parse_line_detail(joined)
             if len(events) >= len(held[2]) and events != held[2]:
                 held, joins, last = (held[0] + raw, joined, events, ran_out), joins + 1, no
@@ -91,7 +102,7 @@ def line_events(marked: Iterable[Marked], clean: Callable[[str], str] | None = N
         yield held[1], held[2]
 
 
-def _table_rows(no: int, rows: list[str], clean: Callable[[str], str] | None,
+def _table_rows(no: int, rows: list[str], clean: Redactor | None,
                 reader: BundleReader) -> Iterator[tuple[Line, list[ev.Event]]]:
     """A block of table rows: the largest and the last read whole, the others counted and summed
     by one pattern (`BundleReader.tally`); every row read whole when the pattern does not fit."""

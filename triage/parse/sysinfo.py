@@ -121,7 +121,7 @@ class BundleReader:
             return []
         if self.csv_columns is None or text.count(",") + 1 != len(self.csv_columns):
             return None
-        row = dict(zip(self.csv_columns, (c.strip() for c in text.split(","))))
+        row = dict(zip(self.csv_columns, (c.strip() for c in text.split(",")), strict=True))
         if "pid" in row:
             used = _mib(row.get("used_memory") or row.get("used_gpu_memory"))
             if not row["pid"].isdigit():
@@ -158,7 +158,7 @@ class BundleReader:
                 value = text[len(key):].strip()
                 if field == "vllm_version":
                     return [ev.EngineConfig(**where, source="env", version=value.lstrip("v"))]
-                return [ev.SystemInfo(**where, **{field: value})]
+                return [ev.SystemInfo(**where, **{field: value})]  # type: ignore[arg-type]
         m = _ENV_GPU.match(text)
         if m:
             return [ev.GpuInfo(**where, index=int(m.group(1)), name=m.group(2))]

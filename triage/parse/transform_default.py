@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Tree
+from triage.parse.log_parser import Token, Tree
 
 from triage.model.events.base import KINDS
 from triage.parse.grammar import START_RULES

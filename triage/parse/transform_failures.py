@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from lark import Token, Transformer
+from triage.parse.log_parser import Token, Transformer
 
 from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
@@ -210,9 +210,9 @@ _DRIVER_PROBLEMS = {
     "The NVIDIA driver on your system is too old": "driver too old",
     "forward compatibility was attempted on non supported HW": "CUDA forward compatibility on unsupported hardware",
     "system has unsupported display driver / cuda driver combination": "driver and CUDA libraries mismatch",
-    "hipErrorNoBinaryForGpu: Unable to find code object": "no kernel image for this GPU (the ROCm build lacks its gfx target)",
-    "Failed to initialize NVML: Driver/library version mismatch": "driver and NVML library versions differ (reboot or reload the driver)",
-    "nvidia-container-cli: requirement error: unsatisfied condition": "the image needs a newer CUDA than the host driver supports (driver too old)",
+    "hipErrorNoBinaryForGpu: Unable to find code object": "no kernel image for this GPU (the ROCm build lacks its gfx target)",  # noqa: E501
+    "Failed to initialize NVML: Driver/library version mismatch": "driver and NVML library versions differ (reboot or reload the driver)",  # noqa: E501
+    "nvidia-container-cli: requirement error: unsatisfied condition": "the image needs a newer CUDA than the host driver supports (driver too old)",  # noqa: E501
 }
 _NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
                "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",
@@ -224,8 +224,7 @@ _SHM_PROBLEMS = {"Error while creating shared memory segment": "cannot create an
                  "Fatal Python error: Bus error": "bus error",
                  "SIGBUS received": "bus error", "Bus error (core dumped)": "bus error",
                  "/dev/shm has only": "small /dev/shm"}
-_HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unexpected system error":
-                  "a Ray worker died without a Python error",
+_HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
                   "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",
                   "Memory on the node": "Ray memory monitor threshold exceeded",
                   "killed by SIGKILL by OOM killer": "killed by the OOM killer",

@@ -3,7 +3,7 @@ free memory at start-up and the KV capacity errors. A mixin of ToEvents (transfo
 
 from __future__ import annotations
 
-from lark import Token, Transformer
+from triage.parse.log_parser import Token, Transformer
 
 from triage.model import events as ev
 from triage.parse.transform_common import inline_children, num, whole

@@ -16,9 +16,9 @@ from triage.memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAP
                       Quantity, evaluate, resolve)
 from triage.memory import Config
 from triage.memory import budget as mbudget
-from triage.memory.flags import apply
+from triage.vllm_flags import apply
 from triage.memory import kv as mkv
-from triage.plan import estimates, kv
+from triage.plan import estimates, kv_layout as kv
 from triage.plan.launch import Launch
 
 # The order vLLM meets its checks in; the first failing one is the reason the launch fails.
@@ -72,7 +72,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
     pinned = None
     if flags.kv_cache_memory:  # vLLM >= 0.11 pins the pool; the memory model reads the flag its own way
-        pinned = Quantity.exact(float(apply(Config(), {"--kv-cache-memory": flags.kv_cache_memory}).kv_cache_memory),
+        pinned = Quantity.exact(float(apply(Config(), {"--kv-cache-memory": flags.kv_cache_memory}).kv_cache_memory),  # type: ignore[arg-type]
                                 GIVEN)
         notes.append(f"--kv-cache-memory {flags.kv_cache_memory}: the KV pool is pinned (vLLM 0.11 and later)")
     inp = MemoryInputs(engine="v1", vllm_version="0.10.1", total=total, free=free,
@@ -131,7 +131,7 @@ def answer(launch: Launch) -> Answer:
     checks += [c for c in evaluate(replace(inp, failure=LOAD)) if c.name == "weights_load"]
     checks += _graph_check(inp, graphs, launch.flags.enforce_eager)
     checks.sort(key=lambda c: ORDER.index(c.name))
-    budget = mbudget.requested(inp.total, inp.util.value)
+    budget = mbudget.requested(inp.total, inp.util.value)  # type: ignore[arg-type]
     r = resolve(inp, inp.current())
     tokens = longest = concurrency = None
     if r.pool is not None and inp.kv_needed is not None:

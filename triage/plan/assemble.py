@@ -9,6 +9,8 @@ the same a failed log of that launch would be diagnosed with.
 
 from __future__ import annotations
 
+from typing import Any
+
 from triage.memory import FAILS, Check
 from triage.units import gib
 from triage.plan import schema as s
@@ -20,7 +22,7 @@ from triage.plan.remedies import remedies
 EXIT = {"fits": 0, "does not fit": 1, "borderline": 2, "cannot tell": 2}
 
 
-def _verdict(launch: Launch, ans: Answer) -> tuple[str, str | None, str, Check | None]:
+def _verdict(launch: Launch, ans: Answer) -> tuple[s.Verdict, str | None, str, Check | None]:
     if launch.problems:
         cause, message = launch.problems[0]
         return "does not fit", cause, message, None
@@ -28,7 +30,7 @@ def _verdict(launch: Launch, ans: Answer) -> tuple[str, str | None, str, Check |
         return "cannot tell", None, "config.json gives no layer or head counts to size the KV cache from", None
     failed = first_failure(ans.checks)
     if failed is not None:
-        cause = CAUSE.get(failed.name)
+        cause = CAUSE.get(failed.name)  # type: ignore[assignment]
         w = ans.inputs.weights
         if failed.name == "kv_pool_positive" and w is not None and w.lo >= ans.budget.hi:
             cause = "weights_exceed_memory"
@@ -45,7 +47,8 @@ def _verdict(launch: Launch, ans: Answer) -> tuple[str, str | None, str, Check |
 
 
 def _check(c: Check) -> s.CheckResult:
-    return s.CheckResult(name=c.name, verdict=c.verdict, text=describe(c), margin_bytes=c.margin,
+    verdict: Any = c.verdict  # the memory model's words: "fits", "fails", "cannot tell"
+    return s.CheckResult(name=c.name, verdict=verdict, text=describe(c), margin_bytes=c.margin,
                          source=c.source)
 
 
@@ -114,7 +117,7 @@ def _replan(launch: Launch, flags: dict) -> str:
     from dataclasses import replace
 
     from triage.plan.answer import answer
-    from triage.plan.flags import parse
+    from triage.vllm_flags import parse
     from triage.plan.launch import build
 
     tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]

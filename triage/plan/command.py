@@ -76,7 +76,7 @@ def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     from triage.plan import model_files
     from triage.plan.answer import answer
     from triage.plan.assemble import build_report
-    from triage.plan.flags import parse
+    from triage.vllm_flags import parse
     from triage.plan.launch import build
 
     flags = parse(vllm_tokens)

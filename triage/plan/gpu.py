@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from triage.errors import InputError, UsageError
 from triage.units import GiB, parse_size
@@ -108,7 +109,7 @@ def from_nvidia_smi(path: str, devices: int) -> Gpu:
         raise InputError(f"no GPU memory rows in {path} (give `nvidia-smi` or "
                          "`nvidia-smi --query-gpu=index,name,memory.total,memory.used,memory.free --format=csv`)")
     used = gpus[:max(1, devices)]
-    total = min(g.total for g in used)
+    total: Any = min(g.total for g in used)  # type: ignore[type-var]
     frees = [g.free for g in used if g.free is not None]
     card = card_for(used[0].name or "", total)
     source = f"nvidia-smi ({path}), {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} listed"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.plan import estimates, kv, params, plausible
-from triage.plan.flags import ServeFlags
+from triage.plan import estimates, kv_layout as kv, params, plausible
+from triage.vllm_flags import ServeFlags
 from triage.plan.gpu import Gpu
 from triage.plan.model_files import ModelFiles
 from triage.units import GiB
@@ -53,8 +53,8 @@ def _lengths(cfg: TextConfig, flags: ServeFlags, launch_problems: list, assumpti
     if flags.max_model_len:
         if derived and flags.max_model_len > derived:
             launch_problems.append(("invalid_arguments", (
-                f"--max-model-len {flags.max_model_len:,} is above the model's own {derived:,} (config.json); vLLM "
-                "refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")))
+                f"--max-model-len {flags.max_model_len:,} is above the model's own {derived:,} "
+                "(config.json); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")))
         return flags.max_model_len, derived
     if derived is None:
         assumptions.append("config.json gives no maximum length; vLLM assumes 2048")

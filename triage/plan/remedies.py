@@ -66,9 +66,9 @@ def _weights(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
 def _startup(inp: MemoryInputs, out: list[PlanRemedy], replan: Replan) -> None:
     u = solve.startup_util(inp)
     for _ in range(UTIL_TRIES if u else 0):  # the largest one that also leaves room for CUDA graphs
-        if u <= UTIL_STEP or replan({"--gpu-memory-utilization": solve.num(u)}) == "fits":
+        if u <= UTIL_STEP or replan({"--gpu-memory-utilization": solve.num(u)}) == "fits":  # type: ignore[arg-type, operator]
             break
-        u = round(u - UTIL_STEP, 2)
+        u = round(u - UTIL_STEP, 2)  # type: ignore[operator]
     if u and u > UTIL_STEP:
         flag = solve.num(u)
         out.append(_offer(inp, {"--gpu-memory-utilization": flag}, f"--gpu-memory-utilization {flag}: the largest "

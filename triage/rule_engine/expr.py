@@ -1,6 +1,8 @@
 """A small, safe expression language for rule conditions, figures and message templates.
 
-Expressions are parsed once (lark, LALR) when a rule pack loads and evaluated against a
+Expressions are parsed once (lark's standalone LALR parser, `expr_parser.py`, generated from
+`expr.lark`) when a rule pack loads, kept as plain nested tuples (what the rules cache pickles)
+and compiled to one closure per node on first use, then evaluated against a
 context of plain data: events (dataclasses, or pydantic models; only their declared fields are
 reachable), facts, figures and literals. There is no `eval`, no attribute access beyond
 data fields, no loops, and every function is from a fixed table. Missing data is `none`
@@ -14,17 +16,14 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from typing import Any
 
-from lark import Lark, Token, Tree
-from lark.exceptions import LarkError
-
-from triage.rule_engine.budget import Budget, walk_cost as _walk_cost
+from triage.rule_engine.op_budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
-from triage.records import Record, default_factory
+from triage.records import Record, field
 from triage.rule_engine.functions import FUNCTIONS
 from triage.units import GiB, KiB, MiB
 
@@ -35,17 +34,18 @@ MAX_MAGNITUDE = 1e30
 
 
 @lru_cache(maxsize=1)
-def _parser() -> Lark:
-    from triage.cache import grammar_cache
+def _parser() -> Any:
+    """The standalone parser (imported only when a pack is compiled, not on a cached start)."""
+    from triage.rule_engine.expr_parser import Lark_StandAlone
 
-    return Lark.open_from_package(__package__, "expr.lark", parser="lalr", cache=grammar_cache(__package__, "expr.lark"))
+    return Lark_StandAlone()
 
 
 class Trace(Record, frozen=False, kw_only=False):
     """What an evaluation read: the source lines of events and facts, in first-read order;
     and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
-    lines: dict[int, None] = default_factory(dict)
+    lines: dict[int, None] = field(default_factory=dict)
     budget: Budget | None = None
 
     def saw(self, line: int | None) -> None:
@@ -71,71 +71,62 @@ class FactView:
         return fact.value
 
 
+# An expression's tree as plain data: ("tree", rule, children) and ("tok", terminal, text); an
+# optional part the text left out is None. Pickled as is by the rules cache.
+Node = tuple
+
+
 class Expr:
-    """A compiled expression: the source text and its tree.
+    """A compiled expression: the source text, its tree (plain tuples) and, once evaluated, its closure."""
 
-    Pickled (the rules cache) as nested tuples, and its lark tree rebuilt on first use: a run
-    evaluates a tenth of the rules' expressions, and building lark's Tokens and Trees for all
-    of them was half of loading the cached rules."""
+    __slots__ = ("_fn", "node", "source")
 
-    __slots__ = ("source", "_tree")
-
-    def __init__(self, source: str, tree: Any) -> None:
+    def __init__(self, source: str, node: Node) -> None:
         self.source = source
-        self._tree = tree
-
-    @property
-    def tree(self) -> Any:
-        tree = self._tree
-        if type(tree) is tuple:  # packed (unpickled): build lark's objects now
-            tree = self._tree = _unpack(tree)
-        return tree
+        self.node = node
+        self._fn: Callable[[_Run], Any] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Expr, (self.source, _pack(self.tree)))
+        return (Expr, (self.source, self.node))
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Expr:
             return NotImplemented
-        return self.source == other.source and self.tree == other.tree
+        return self.source == other.source and self.node == other.node
 
     def __hash__(self) -> int:
         return hash(self.source)
 
     def __repr__(self) -> str:
-        return f"Expr(source={self.source!r}, tree={self.tree!r})"
+        return f"Expr(source={self.source!r}, node={self.node!r})"
+
+    def compiled(self) -> Callable[[_Run], Any]:
+        """The closure, made once (a run evaluates a tenth of the rules' expressions: the
+        cached ones are compiled on their first evaluation)."""
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = _compile(self.node)
+        return fn
 
     def evaluate(self, context: Mapping[str, Any], trace: Trace | None = None) -> Any:
-        return _Evaluator(context, trace or Trace()).eval(self.tree, 0)
+        return self.compiled()(_Run(context, trace or Trace()))
 
     def names(self) -> set[str]:
         """Root names this expression reads (for validation of rule packs)."""
-        out = set()
-        for node in self.tree.iter_subtrees() if isinstance(self.tree, Tree) else []:
-            if node.data == "path":
-                out.add(str(node.children[0]))
+        out, stack = set(), [self.node]
+        while stack:
+            node = stack.pop()
+            if node is not None and node[0] == "tree":
+                if node[1] == "path":
+                    out.add(node[2][0][2])
+                stack.extend(node[2])
         return out
-
-
-def _pack(node: Any) -> Any:
-    """A lark tree as nested tuples: ("t", data, children) and ("k", <what Token.__reduce__ keeps>)."""
-    if isinstance(node, Tree) and node._meta is None:
-        return ("t", _pack(node.data), tuple(_pack(c) for c in node.children))
-    if isinstance(node, Token):
-        return ("k", node.type, node.value, node.start_pos, node.line, node.column)
-    return ("v", node)
-
-
-def _unpack(packed: tuple) -> Any:
-    if packed[0] == "t":
-        return Tree(_unpack(packed[1]), [_unpack(c) for c in packed[2]])
-    if packed[0] == "k":
-        return Token(*packed[1:])
-    return packed[1]
 
 
 def compile_expr(source: object) -> Expr:
     """Parse once; raise ExpressionError with the column on a syntax error."""
+    from triage.rule_engine.expr_parser import LarkError
+
     if isinstance(source, float) and not math.isfinite(source):  # YAML's .inf and .nan
         raise ExpressionError(f"number out of range: {source}")
     text = str(source).strip() if not isinstance(source, bool) else ("true" if source else "false")
@@ -149,23 +140,41 @@ def compile_expr(source: object) -> Expr:
         column = getattr(exc, "column", "?")
         raise ExpressionError(f"cannot parse expression {text!r} at column {column}") from None
     _check_tree(tree)
-    return Expr(text, tree)
+    node = _plain(tree)
+    if node is None:  # the grammar always gives a tree or a token
+        raise ExpressionError(f"cannot parse expression {text!r}")
+    expr = Expr(text, node)
+    expr.compiled()  # at pack load: a node the evaluator does not know is refused here
+    return expr
+
+
+def _plain(node: Any) -> Node | None:
+    """lark's tree as plain tuples (depth already bounded by `_check_tree`)."""
+    from triage.rule_engine.expr_parser import Token, Tree
+
+    if isinstance(node, Tree):
+        return ("tree", str(node.data), tuple(_plain(c) for c in node.children))
+    if isinstance(node, Token):
+        return ("tok", node.type, str(node))
+    return None
 
 
 def _check_tree(tree: Any) -> None:
     """Refuse at load time what would fail at run time: unknown calls, private names, literals
     out of range, nesting deeper than the evaluator goes (`rules check` then names the rule)."""
+    from triage.rule_engine.expr_parser import Token, Tree
+
     if not isinstance(tree, Tree):
         return
     stack = [(tree, 0)]
-    while stack:  # iterative, and first: a hostile expression must not exhaust Python's own stack
+    while stack:  # iterative: a hostile expression must not exhaust Python's own stack
         node, depth = stack.pop()
         if depth >= MAX_EXPR_DEPTH:
             raise ExpressionError(f"expression nests more than {MAX_EXPR_DEPTH} levels deep")
         stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
-    for tok in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "NUMBER"):
-        _number(str(tok))
-    for node in tree.iter_subtrees():
+        for tok in node.children:
+            if isinstance(tok, Token) and tok.type == "NUMBER":
+                _number(str(tok))
         if node.data == "path" and any(str(c).startswith("_") for c in node.children):
             raise ExpressionError("names starting with '_' are not data fields")
         if node.data == "call" and str(node.children[0]) not in FUNCTIONS:
@@ -174,79 +183,123 @@ def _check_tree(tree: Any) -> None:
             )
 
 
-class _Evaluator:
-    def __init__(self, context: Mapping[str, Any], trace: Trace) -> None:
-        self.ctx = context
-        self.trace = trace
-        self.budget = trace.budget
+class _Run:
+    """One evaluation: the context, what it read (the trace) and the budget it spends from."""
 
-    def eval(self, node: Any, depth: int) -> Any:
-        if depth > MAX_EXPR_DEPTH:
-            raise ExpressionError("expression nests too deeply")
-        if self.budget is not None:
-            self.budget.spend()
-        if isinstance(node, Token):
-            return self._token(node)
-        method = getattr(self, f"_{node.data}", None)
-        if method is None:
-            raise ExpressionError(f"unsupported expression node {node.data}")
-        return method(node.children, depth + 1)
+    __slots__ = ("budget", "ctx", "trace")
 
-    def _token(self, tok: Token) -> Any:
-        if tok.type == "NUMBER":
-            return _number(str(tok))
-        raise ExpressionError(f"unexpected token {tok!s}")
+    def __init__(self, ctx: Mapping[str, Any], trace: Trace) -> None:
+        self.ctx, self.trace, self.budget = ctx, trace, trace.budget
 
-    def _number(self, ch: list, depth: int) -> Any:
-        value = _number(str(ch[0]))
-        return value * UNITS[str(ch[1])] if len(ch) > 1 and ch[1] is not None else value
 
-    def _string(self, ch: list, depth: int) -> str:
-        return str(ch[0])[1:-1]
+Fn = Callable[[_Run], Any]
 
-    def _true(self, ch: list, depth: int) -> bool:
-        return True
 
-    def _false(self, ch: list, depth: int) -> bool:
-        return False
+def _compile(node: Node) -> Fn:
+    """One closure per node. Each spends one operation when called, as each node evaluated
+    always has (`in` and function calls also spend for what they walk)."""
+    if node[0] == "tok":
+        return _token(node)
+    make = _MAKERS.get(node[1])
+    if make is None:
+        raise ExpressionError(f"unsupported expression node {node[1]}")
+    body = make(node[2])
 
-    def _none(self, ch: list, depth: int) -> None:
-        return None
+    def spend(r: _Run) -> Any:
+        if r.budget is not None:
+            r.budget.spend()
+        return body(r)
 
-    def _list_(self, ch: list, depth: int) -> list:
-        return [self.eval(c, depth) for c in ch if c is not None]
+    return spend
 
-    def _conditional(self, ch: list, depth: int) -> Any:
-        return self.eval(ch[0], depth) if _truthy(self.eval(ch[1], depth)) else self.eval(ch[2], depth)
 
-    def _or_(self, ch: list, depth: int) -> bool:
-        return any(_truthy(self.eval(c, depth)) for c in ch)
+def _token(node: Node) -> Fn:
+    if node[1] != "NUMBER":
+        raise ExpressionError(f"unexpected token {node[2]}")
+    value = _number(node[2])
 
-    def _and_(self, ch: list, depth: int) -> bool:
-        return all(_truthy(self.eval(c, depth)) for c in ch)
+    def number(r: _Run) -> Any:
+        if r.budget is not None:
+            r.budget.spend()
+        return value
 
-    def _not_(self, ch: list, depth: int) -> bool:
-        return not _truthy(self.eval(ch[0], depth))
+    return number
 
-    def _neg(self, ch: list, depth: int) -> Any:
-        v = self.eval(ch[0], depth)
+
+def _constant(value: Any) -> Fn:
+    return lambda r: value
+
+
+def _number_node(ch: tuple) -> Fn:
+    value = _number(ch[0][2])
+    return _constant(value * UNITS[ch[1][2]] if len(ch) > 1 and ch[1] is not None else value)
+
+
+def _fns(ch: tuple) -> list[Fn]:
+    return [_compile(c) for c in ch if c is not None]
+
+
+def _list_node(ch: tuple) -> Fn:
+    fns = _fns(ch)
+    return lambda r: [f(r) for f in fns]
+
+
+def _conditional(ch: tuple) -> Fn:
+    then, test, other = _fns(ch)
+    return lambda r: then(r) if _truthy(test(r)) else other(r)
+
+
+def _or_node(ch: tuple) -> Fn:
+    fns = _fns(ch)
+    return lambda r: any(_truthy(f(r)) for f in fns)
+
+
+def _and_node(ch: tuple) -> Fn:
+    fns = _fns(ch)
+    return lambda r: all(_truthy(f(r)) for f in fns)
+
+
+def _not_node(ch: tuple) -> Fn:
+    (f,) = _fns(ch)
+    return lambda r: not _truthy(f(r))
+
+
+def _neg(ch: tuple) -> Fn:
+    (f,) = _fns(ch)
+
+    def neg(r: _Run) -> Any:
+        v = f(r)
         return None if v is None else _bounded(-_numeric(v))
 
-    def _compare(self, ch: list, depth: int) -> bool:
-        left = self.eval(ch[0], depth)
-        for i in range(1, len(ch), 2):
-            op, right = re.sub(r"\s+", " ", str(ch[i])), self.eval(ch[i + 1], depth)
-            if self.budget is not None and op.endswith("in"):
-                self.budget.spend(_walk_cost(right))
+    return neg
+
+
+def _compare_node(ch: tuple) -> Fn:
+    first = _compile(ch[0])
+    steps = [(re.sub(r"\s+", " ", ch[i][2]), _compile(ch[i + 1])) for i in range(1, len(ch), 2)]
+
+    def compare(r: _Run) -> bool:
+        left = first(r)
+        for op, f in steps:
+            right = f(r)
+            if r.budget is not None and op.endswith("in"):
+                r.budget.spend(_walk_cost(right))
             if not _compare(op, left, right):
                 return False
             left = right
         return True
 
-    def _arith(self, ch: list, depth: int) -> Any:
-        acc = self.eval(ch[0], depth)
-        for i in range(1, len(ch), 2):
-            op, right = str(ch[i]), self.eval(ch[i + 1], depth)
+    return compare
+
+
+def _arith_node(ch: tuple) -> Fn:
+    first = _compile(ch[0])
+    steps = [(ch[i][2], _compile(ch[i + 1])) for i in range(1, len(ch), 2)]
+
+    def arith(r: _Run) -> Any:
+        acc = first(r)
+        for op, f in steps:
+            right = f(r)
             if acc is None or right is None:
                 return None
             acc = _bounded(_arith(op, _numeric(acc), _numeric(right)))
@@ -254,43 +307,66 @@ class _Evaluator:
                 return None
         return acc
 
-    def _call(self, ch: list, depth: int) -> Any:
-        name = str(ch[0])
-        args = [self.eval(c, depth) for c in ch[1:] if c is not None]
-        if self.budget is not None:
-            self.budget.spend(sum(_walk_cost(a) for a in args))
+    return arith
+
+
+def _call_node(ch: tuple) -> Fn:
+    name = ch[0][2]
+    args = _fns(ch[1:])
+    function = FUNCTIONS[name]
+
+    def call(r: _Run) -> Any:
+        values = [f(r) for f in args]
+        if r.budget is not None:
+            r.budget.spend(sum(_walk_cost(a) for a in values))
         try:
-            return FUNCTIONS[name](*args)
+            return function(*values)
         except TypeError:
             raise ExpressionError(f"wrong number of arguments to {name}()") from None
         except (ValueError, ArithmeticError, IndexError, KeyError, AttributeError):
             return None  # a function given data it cannot use yields none, like missing data
 
-    def _path(self, ch: list, depth: int) -> Any:
-        names = [str(c) for c in ch]
-        if names[0] not in self.ctx:
-            raise ExpressionError(f"unknown name {names[0]!r}; must be one of: {', '.join(sorted(self.ctx))}")
-        value = self.ctx[names[0]]
-        for name in names[1:]:
+    return call
+
+
+def _path_node(ch: tuple) -> Fn:
+    root, rest = ch[0][2], [c[2] for c in ch[1:]]
+
+    def path(r: _Run) -> Any:
+        if root not in r.ctx:
+            raise ExpressionError(f"unknown name {root!r}; must be one of: {', '.join(sorted(r.ctx))}")
+        value = r.ctx[root]
+        for name in rest:
             if value is None:
                 return None
-            value = self._field(value, name)
+            value = _field(value, name, r.trace)
         if _record_fields(value) is not None:
-            self.trace.saw(getattr(value, "line", None))
+            r.trace.saw(getattr(value, "line", None))
         return value
 
-    def _field(self, value: Any, name: str) -> Any:
-        if isinstance(value, FactView):
-            return value.get(name, self.trace)
-        declared = _record_fields(value)
-        if declared is not None:
-            if name not in declared:
-                raise ExpressionError(f"{type(value).__name__} has no field {name!r}")
-            self.trace.saw(getattr(value, "line", None))
-            return getattr(value, name)
-        if isinstance(value, Mapping):
-            return value.get(name)
-        raise ExpressionError(f"cannot read .{name} of a {type(value).__name__}")
+    return path
+
+
+def _field(value: Any, name: str, trace: Trace) -> Any:
+    if isinstance(value, FactView):
+        return value.get(name, trace)
+    declared = _record_fields(value)
+    if declared is not None:
+        if name not in declared:
+            raise ExpressionError(f"{type(value).__name__} has no field {name!r}")
+        trace.saw(getattr(value, "line", None))
+        return getattr(value, name)
+    if isinstance(value, Mapping):
+        return value.get(name)
+    raise ExpressionError(f"cannot read .{name} of a {type(value).__name__}")
+
+
+_MAKERS: dict[str, Callable[[tuple], Fn]] = {
+    "number": _number_node, "string": lambda ch: _constant(ch[0][2][1:-1]), "true": lambda ch: _constant(True),
+    "false": lambda ch: _constant(False), "none": lambda ch: _constant(None), "list_": _list_node,
+    "conditional": _conditional, "or_": _or_node, "and_": _and_node, "not_": _not_node, "neg": _neg,
+    "compare": _compare_node, "arith": _arith_node, "call": _call_node, "path": _path_node,
+}
 
 
 def _record_fields(value: Any) -> Any:
@@ -308,7 +384,7 @@ def _record_fields(value: Any) -> Any:
 @lru_cache(maxsize=None)
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
-    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))
+    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))  # type: ignore[arg-type]
     return frozenset(names) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 

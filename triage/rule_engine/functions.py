@@ -99,3 +99,30 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "version_at_least": _version_at_least,
     "last": lambda xs: xs[-1] if isinstance(xs, (list, tuple)) and xs else None,
 }
+
+
+# What each function does, as docs/rule-expressions.md lists it (scripts/gen_docs.py writes
+# that section from this table; tests/rule_engine/test_rule_docs.py keeps the two in step).
+FUNCTION_DOCS: dict[str, str] = {
+    "min": "`min(a, b, ...)` or `min(list)`: the smallest value; none values are skipped; none if nothing is left.",
+    "max": "`max(a, b, ...)` or `max(list)`: the largest value; none values are skipped; none if nothing is left.",
+    "abs": "`abs(x)`: the absolute value.",
+    "floor": "`floor(x)`: the largest whole number not above x.",
+    "ceil": "`ceil(x)`: the smallest whole number not below x.",
+    "int": "`int(x)`: x as a whole number, cut toward zero (`int('12')` reads a number from text).",
+    "round": "`round(x, n=0)`: x rounded to n decimals (n from -40 to 40; negative n rounds to tens, hundreds...).",
+    "round_down": "`round_down(x, step)`: the largest multiple of step not above x (a flag value that must fit).",
+    "round_up": "`round_up(x, step)`: the smallest multiple of step not below x.",
+    "clamp": "`clamp(x, lo, hi)`: x held between lo and hi.",
+    "exists": "`exists(x)`: true when x is not none.",
+    "coalesce": "`coalesce(a, b, ...)`: the first argument that is not none.",
+    "len": "`len(x)`: the number of items of a list or characters of a text.",
+    "sum": "`sum(list)`: the sum of its numbers (of each item's `bytes`, for a list of processes); "
+           "other items are skipped.",
+    "gib": "`gib(bytes)`: bytes as a number of GiB (2**30), e.g. `gib(x) > 70`.",
+    "divisors": "`divisors(n, limit=none)`: the divisors of a whole number n (1 to 1 000 000) in order, "
+                "those above limit left out.",
+    "version_at_least": "`version_at_least(version, floor)`: whether a version text ('0.10.1', 'v0.9') is at least "
+                        "floor; none when either cannot be read, so `not version_at_least(...)` keeps a remedy on.",
+    "last": "`last(list)`: the last item, none for an empty list.",
+}

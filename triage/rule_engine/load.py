@@ -1,7 +1,7 @@
 """Rule packs: found, read as strict YAML, validated and compiled; every problem reported at once.
 
 A pack is untrusted input. The loader refuses YAML tags that build objects, aliases
-(so no alias bombs), duplicate keys and oversized files; the schema (schema.py) refuses
+(so no alias bombs), duplicate keys and oversized files; the schema (pack_schema.py) refuses
 unknown keys; every expression and template is compiled at load time. Each problem is a
 located `Problem` (path, line, rule id, field, message), and all of them are reported together.
 
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
-from triage.rule_engine.budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
+from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.compiled import RemedyTemplate, Rule
 from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.template import Template, compile_template
@@ -31,7 +31,7 @@ __all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir",
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-2-costed"  # part of the cache key: another shape of Rule, or rules cached before a
+RULES_FORMAT = "records-3-costed"  # part of the cache key: another shape of Rule, or rules cached before a
 # load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
@@ -172,7 +172,7 @@ class _Pack:
 
     def rules(self) -> list[Rule]:
         """Every rule of the pack that compiles; the others leave their problems."""
-        from triage.rule_engine import schema  # pydantic: only when a pack is actually read
+        from triage.rule_engine import pack_schema as schema  # pydantic: only when a pack is actually read
 
         doc = self.read()
         if doc is None:
@@ -200,7 +200,7 @@ class _Pack:
         return why is None
 
     def _rule(self, raw: Any) -> Rule | None:
-        from triage.rule_engine import schema
+        from triage.rule_engine import pack_schema as schema
 
         rid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
         line = getattr(raw, "line", 0)

@@ -39,6 +39,23 @@ FILTERS: dict[str, Callable[[Any], str]] = {
         f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
 }
 
+# What each `{value|filter}` writes, as docs/rule-expressions.md lists it (scripts/gen_docs.py).
+FILTER_DOCS: dict[str, str] = {
+    "gib": "bytes in GiB with two decimals: `8.30 GiB`",
+    "mib": "bytes in whole MiB: `512 MiB`",
+    "human": "bytes in MiB under 1 GiB, else in GiB",
+    "int": "a whole number: `12`",
+    "comma": "a whole number with thousands separators: `32,768`",
+    "pct": "a fraction as a whole percentage: `0.9` gives `90%`",
+    "x": "a ratio with two decimals: `1.50x`",
+    "fixed2": "a number with two decimals: `0.85`",
+    "num": "a number as a flag takes it: whole numbers bare, fractions with two decimals (three below 0.1), "
+           "trailing zeros dropped (the default when no filter is given)",
+    "str": "the value as text",
+    "list": "a list's items joined with `, `",
+    "pids": "a list of processes as `1234 python (8.00 GiB), ...`",
+}
+
 
 class Template(Record, kw_only=False):
     """Text with `{expression|filter}` placeholders; renders to None if any value is missing."""

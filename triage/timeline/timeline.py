@@ -18,7 +18,7 @@ from triage.ingest.lines import Line
 from triage.timeline.signals import (
     DEATH_WINDOW, Chain, Signal, Traceback, fatal_after_ready, fatal_anywhere, is_error_event, still_relevant,
 )
-from triage.records import Record, default_factory
+from triage.records import Record, field
 
 MAX_EVENTS_PER_ATTEMPT = 20000  # events kept from the start of an attempt, before readiness
 RECENT_EVENTS = 2000  # then (and once serving) only the most recent ones
@@ -42,17 +42,17 @@ class Attempt(Record, frozen=False, kw_only=False):
     index: int
     first_line: int
     last_line: int = 0
-    events: list[ev.Event] = default_factory(list)
+    events: list[ev.Event] = field(default_factory=list)
     dropped_events: int = 0
-    signals: list[Signal] = default_factory(list)
-    chains: list[Chain] = default_factory(list)
+    signals: list[Signal] = field(default_factory=list)
+    chains: list[Chain] = field(default_factory=list)
     ready: ev.Ready | None = None
-    origin_phase: dict[str, str] = default_factory(dict)
+    origin_phase: dict[str, str] = field(default_factory=dict)
     repeats: int = 1
-    config_sources: set[str] = default_factory(set)  # a source seen twice means a restart
+    config_sources: set[str] = field(default_factory=set)  # a source seen twice means a restart
     dropped_signals: int = 0
     _head: int = 0  # events[:_head] are the startup's, never dropped
-    _kinds: set[str] = default_factory(set)
+    _kinds: set[str] = field(default_factory=set)
 
     def add(self, event: ev.Event) -> None:
         self._kinds.add(event.kind)
@@ -93,7 +93,7 @@ class Attempt(Record, frozen=False, kw_only=False):
                 if cause is not None:
                     return cause
         else:
-            live = ended(s for s in self.signals if not s.shutdown)
+            live = ended(s for s in self.signals if not s.shutdown)  # type: ignore[type-var]
         roots = [s for s in live if s.root]
         # An error raised beats one only logged as a warning, which beats figures that imply one.
         stated = [s for s in roots if not s.implied and not s.weak]
@@ -195,7 +195,7 @@ class Timeline:
         if tb is None or tb.exception is not None or not tb.frames:
             return
         after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
-        if any(not death_only(s) for s in after):  # a process exiting after it does not close it
+        if any(not death_only(s) for s in after):  # type: ignore[arg-type]  # a process exiting after it does not close it
             return
         attempt.add_signal(Signal(
             line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],

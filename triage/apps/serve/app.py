@@ -22,7 +22,7 @@ from triage.apps.serve import openapi, page
 from triage.apps.serve.limits import ACCEPTED, MEDIA, SLACK_MAX_BYTES, ApiError, ServerConfig
 from triage.apps.serve.requests import check_length, clean_name, media_type, parse_json_body, pick_format
 from triage.apps.serve.service import Service
-from triage.apps.serve.slack import slack_answer, slack_headers_problem, verify_slack
+from triage.apps.serve.slack_command import slack_answer, slack_headers_problem, verify_slack
 from triage.apps.serve.workers import WorkerPool
 
 log = logging.getLogger("vllm_triage.serve")

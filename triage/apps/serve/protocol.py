@@ -211,7 +211,7 @@ class GuardedH11Protocol(H11Protocol):
         elif not waiting_for_head and self._timer is not None and not self.draining:
             self._disarm()
 
-    def eof_received(self) -> bool | None:
+    def eof_received(self) -> bool | None:  # type: ignore[override]
         if self.draining:
             self._real.close()
         return None

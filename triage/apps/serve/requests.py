@@ -103,7 +103,7 @@ class Multipart:
             "on_part_data": lambda d, s, e: self.parts[-1]["data"].extend(d[s:e]),
         }
         with _parse_errors():
-            self._parser = MultipartParser(params[b"boundary"], callbacks)
+            self._parser = MultipartParser(params[b"boundary"], callbacks)  # type: ignore[arg-type]
 
     def _begin(self) -> None:
         if len(self.parts) >= MAX_PARTS:
@@ -134,7 +134,7 @@ class Multipart:
             found.setdefault(name, (bytes(part["data"]), filename.decode("utf-8", "replace") if filename else None))
         if "file" not in found:
             raise ApiError(400, "the multipart body has no 'file' part: upload the log as the field 'file'")
-        data, filename = found["file"]
+        data, filename = found["file"]  # type: ignore[assignment]
         fmt = found["format"][0].decode("utf-8", "replace").strip() if "format" in found else None
         given = found["name"][0][:MAX_NAME].decode("utf-8", "replace") if "name" in found else None
         return data, fmt or None, clean_name(given or filename, "upload.log")
@@ -146,7 +146,7 @@ class _parse_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, exc, tb) -> bool:
+    def __exit__(self, kind, exc, tb) -> bool:  # type: ignore[exit-return]
         if exc is not None and isinstance(exc, ValueError) and not isinstance(exc, ApiError):
             raise ApiError(400, f"malformed multipart body: {str(exc)[:120]}") from None
         return False

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from triage.errors import InputError
-from triage.apps.serve.answer import analyse_bytes
+from triage.apps.serve.job import analyse_bytes
 
 POLL_SECONDS = 0.05  # how soon a cancelled request's worker is killed
 START_SECONDS = 120  # a worker that is not ready by then is taken for dead

@@ -106,7 +106,8 @@ class HubAuthError(Event):
 
     def add_facts(self, facts: FactSink) -> None:
         if self.gated or self.token_rejected:
-            # the Hub said why it refused (a gated repo, a bad token): a 401 "Repository Not Found" is then auth, not a typo
+            # the Hub said why it refused (a gated repo, a bad token): a 401 "Repository Not Found"
+            # is then auth, not a typo
             facts.put("hub_refused_auth", True, self)
 
 

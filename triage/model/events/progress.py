@@ -4,7 +4,7 @@ the engine configuration it printed."""
 from __future__ import annotations
 
 from triage.model.events.base import Event, FactSink, Role, event
-from triage.records import default_factory
+from triage.records import field
 
 
 # --- phases ---------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class EngineConfig(Event):
     source: str = "banner"  # banner | args | version | env: a restart prints the same source again
     version: str | None = None
     engine: str | None = None
-    settings: dict[str, str | int | float | bool | None] = default_factory(dict)
+    settings: dict[str, str | int | float | bool | None] = field(default_factory=dict)
 
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():

@@ -102,3 +102,21 @@ def validate(spec: type[_Model], raw: Any) -> tuple[Any, list[tuple[tuple, str]]
         return spec.model_validate(raw), []
     except ValidationError as exc:
         return None, [(tuple(e.get("loc", ())), str(e.get("msg", "invalid"))) for e in exc.errors()]
+
+
+def pack_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a rule pack as its author writes it (`schema: 1` and the rules),
+    made from the models above, published as docs/rule-pack-v1.schema.json for editors and
+    CI. Loading checks each rule on its own (PackSpec keeps them untyped for that); the
+    published schema states them whole."""
+    from typing import Literal
+
+    class RulePack(_Model):
+        """A rule pack (`rules/<cause>.yaml`): the pack format's version and its rules."""
+
+        schema_version: Literal[1] = Field(alias="schema")  # type: ignore[assignment]
+        rules: list[RuleSpec]
+
+    out = RulePack.model_json_schema(by_alias=True)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://vllm-triage.invalid/rule-pack-v1.schema.json", **out}

@@ -1,7 +1,7 @@
 """The pipeline and the renderer, as a worker process runs them for one request.
 
 Kept apart from the routes so that the worker processes import this and not the server:
-`workers` -> `answer` -> pipeline, with no way back.
+`workers` -> `job` -> pipeline, with no way back.
 """
 
 from __future__ import annotations
