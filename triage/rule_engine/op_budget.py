@@ -61,19 +61,22 @@ def walk_cost(value: Any) -> int:
 
 
 def nodes(tree: Any) -> int:
-    """An expression's size: its syntax nodes and tokens (what evaluating it once may touch)."""
+    """An expression's size: its syntax nodes and tokens (what evaluating it once may touch).
+
+    The tree is expr.py's plain data: ("tree", rule, children), ("tok", terminal, text), None."""
     count, stack = 0, [tree]
     while stack:
         node = stack.pop()
         count += 1
-        stack.extend(getattr(node, "children", ()))
+        if isinstance(node, tuple) and node and node[0] == "tree":
+            stack.extend(node[2])
     return count
 
 
 def rule_cost(rule: Any) -> tuple[int, int]:
     """(per binding, once): the operations of the conditions evaluated for each event the rule
     is bound to, and of what is evaluated once when it fires (figures, rank, texts)."""
-    per = 1 + sum(nodes(e.tree) for e in (*rule.all, *rule.any))
+    per = 1 + sum(nodes(e.node) for e in (*rule.all, *rule.any))
     once = [rule.rank, rule.confidence, *rule.figures.values()]
     for remedy in rule.remedies:
         once += [remedy.when] if remedy.when is not None else []
@@ -82,7 +85,7 @@ def rule_cost(rule: Any) -> tuple[int, int]:
     for sentence in rule.explanation:
         for template, when in sentence:
             once += _template_exprs(template) + ([when] if when is not None else [])
-    return per, sum(nodes(e.tree) for e in once)
+    return per, sum(nodes(e.node) for e in once)
 
 
 def _template_exprs(template: Any) -> list:
