@@ -330,8 +330,11 @@ UTF32_LE_BOM, UTF32_BE_BOM = b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"
 
 def _reads_as_utf32(head: bytes) -> bool:
     """Whether the bytes after a UTF-32 BOM are UTF-32 (the LE BOM is also UTF-16's BOM and a
-    NUL: the text after it tells which). Too short to tell: the BOM's word."""
+    NUL: the text after it tells which). Nothing after the LE BOM (`\xff\xfe\x00\x00` alone is
+    also a UTF-16 NUL): UTF-16's word, which keeps its one line."""
     body = head[4: 4 + (len(head) - 4) // 4 * 4]
+    if not body and head.startswith(UTF32_LE_BOM):
+        return False
     try:
         body.decode("utf-32-le" if head.startswith(UTF32_LE_BOM) else "utf-32-be")
     except UnicodeDecodeError:
