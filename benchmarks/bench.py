@@ -43,9 +43,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import floor  # noqa: E402 - the helpers live beside this script
-import logs  # noqa: E402
-import shapes  # noqa: E402
+import floor
+import logs
+import shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -78,9 +78,18 @@ def default_install() -> list[str]:
     python = VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(ROOT)],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(ROOT)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(ROOT)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     shutil.rmtree(ROOT / "build", ignore_errors=True)  # pip's build folder in the checkout
     return [str(VENV / "bin" / "vllm-triage")]
 
@@ -91,8 +100,7 @@ def _measure(cmd: list[str]) -> tuple[float, int, str, int, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     if os.path.exists("/usr/bin/time"):
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True,
-                           text=True, env=CHILD_ENV)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True, env=CHILD_ENV)
         last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "0"
         rss = int(last) if last.isdigit() else 0
     else:
@@ -134,8 +142,11 @@ def bench_log(cli: list[str], python: str, name: str, keep: bool, runs: int, pro
     if not (keep and path.exists()):
         t0 = time.perf_counter()
         writer(path, size)
-        print(f"generated {path.relative_to(ROOT)} ({path.stat().st_size / MB:.1f} MB) in "
-              f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(
+            f"generated {path.relative_to(ROOT)} ({path.stat().st_size / MB:.1f} MB) in "
+            f"{time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
     nbytes = path.stat().st_size
     with open(path, "rb") as fh:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
@@ -160,12 +171,25 @@ def bench_log(cli: list[str], python: str, name: str, keep: bool, runs: int, pro
             problems.append(f"{name}: diagnosis {diag} differs from the startup+failure log's {theirs}")
     under = ""
     if name.startswith(SERVING):  # what any Python design pays on this log (floor.py)
-        p = subprocess.run([python, str(ROOT / "benchmarks" / "floor.py"), str(path)], stdout=subprocess.PIPE,
-                           text=True, env=CHILD_ENV)
+        p = subprocess.run(
+            [python, str(ROOT / "benchmarks" / "floor.py"), str(path)], stdout=subprocess.PIPE, text=True, env=CHILD_ENV
+        )
         under = f"{json.loads(p.stdout)['floor'] / grep:.1f}" if p.returncode == 0 else "?"
-    return (name, nbytes / MB, lines, best, nbytes / MB / best, rss / 1024, len(out) / 1024, grep, best / grep,
-            f"{diag[0]}/{diag[1]}", same, cpu, under)
-
+    return (
+        name,
+        nbytes / MB,
+        lines,
+        best,
+        nbytes / MB / best,
+        rss / 1024,
+        len(out) / 1024,
+        grep,
+        best / grep,
+        f"{diag[0]}/{diag[1]}",
+        same,
+        cpu,
+        under,
+    )
 
 
 def bench_batch(cli: list[str], runs: int) -> tuple:
@@ -185,8 +209,12 @@ def bench_batch(cli: list[str], runs: int) -> tuple:
         best, cpu = float("inf"), ""
         for _ in range(runs):
             t0 = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%P", *cli, "batch", str(folder), "--jobs", str(jobs)],
-                               capture_output=True, text=True, env=CHILD_ENV)
+            p = subprocess.run(
+                ["/usr/bin/time", "-f", "%P", *cli, "batch", str(folder), "--jobs", str(jobs)],
+                capture_output=True,
+                text=True,
+                env=CHILD_ENV,
+            )
             wall = time.perf_counter() - t0
             if wall < best:
                 best, cpu = wall, p.stderr.strip().splitlines()[-1]
@@ -203,29 +231,65 @@ def bench_startup(cli: list[str], python: str, runs: int) -> list[str]:
     bare_cpu = min(_measure([python, "-c", "pass"])[4] for _ in range(runs))
     phases: dict[str, float] = {}
     for _ in range(runs):
-        p = subprocess.run([python, str(ROOT / "benchmarks" / "startup.py"), str(SMALL)], stdout=subprocess.PIPE,
-                           text=True, env=CHILD_ENV)
+        p = subprocess.run(
+            [python, str(ROOT / "benchmarks" / "startup.py"), str(SMALL)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=CHILD_ENV,
+        )
         got = json.loads(p.stdout)
         if not phases or got["total"] < phases["total"]:
             phases = got
     imports = floor.start_time(python, runs)
-    return [f"start-up, {SMALL.name} ({SMALL.stat().st_size / 1000:.1f} kB), best of {runs}:",
-            f"  python -c pass {bare * 1000:.0f} ms; vllm-triage {tool * 1000:.0f} ms = x{tool / bare:.1f} "
-            f"(CPU: {bare_cpu * 1000:.0f} ms, {tool_cpu * 1000:.0f} ms = x{tool_cpu / max(bare_cpu, 1e-3):.1f})",
-            f"  the run's imports alone (benchmarks/floor.py): {imports * 1000:.0f} ms = x{imports / bare:.1f}",
-            "  in process (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in phases.items())]
+    return [
+        f"start-up, {SMALL.name} ({SMALL.stat().st_size / 1000:.1f} kB), best of {runs}:",
+        f"  python -c pass {bare * 1000:.0f} ms; vllm-triage {tool * 1000:.0f} ms = x{tool / bare:.1f} "
+        f"(CPU: {bare_cpu * 1000:.0f} ms, {tool_cpu * 1000:.0f} ms = x{tool_cpu / max(bare_cpu, 1e-3):.1f})",
+        f"  the run's imports alone (benchmarks/floor.py): {imports * 1000:.0f} ms = x{imports / bare:.1f}",
+        "  in process (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in phases.items()),
+    ]
 
 
 def _table(rows: list[tuple]) -> list[str]:
-    header = ("log", "MB", "lines", "wall s", "cpu s", "MB/s", "RSS MiB", "JSON KB", "grep s", "x grep",
-              "floor x", "outcome/cause", "same as short")
+    header = (
+        "log",
+        "MB",
+        "lines",
+        "wall s",
+        "cpu s",
+        "MB/s",
+        "RSS MiB",
+        "JSON KB",
+        "grep s",
+        "x grep",
+        "floor x",
+        "outcome/cause",
+        "same as short",
+    )
     fmt = "{:<15} {:>6} {:>8} {:>7} {:>6} {:>6} {:>7} {:>7} {:>6} {:>6} {:>7}  {:<30} {}"
     out = [fmt.format(*header)]
     for r in rows:
-        out.append(fmt.format(r[0], f"{r[1]:.1f}", r[2], f"{r[3]:.2f}", f"{r[11]:.2f}", f"{r[4]:.0f}",
-                              f"{r[5]:.1f}", f"{r[6]:.1f}", f"{r[7]:.3f}", f"{r[8]:.1f}", r[12], r[9], r[10]))
-    out.append("floor x: benchmarks/floor.py's floor (start-up with the run's imports, then reading, line counting"
-               " and one vocabulary search, no hit handled) over grep's time")
+        out.append(
+            fmt.format(
+                r[0],
+                f"{r[1]:.1f}",
+                r[2],
+                f"{r[3]:.2f}",
+                f"{r[11]:.2f}",
+                f"{r[4]:.0f}",
+                f"{r[5]:.1f}",
+                f"{r[6]:.1f}",
+                f"{r[7]:.3f}",
+                f"{r[8]:.1f}",
+                r[12],
+                r[9],
+                r[10],
+            )
+        )
+    out.append(
+        "floor x: benchmarks/floor.py's floor (start-up with the run's imports, then reading, line counting"
+        " and one vocabulary search, no hit handled) over grep's time"
+    )
     return out
 
 
@@ -239,8 +303,10 @@ def bench(cli: list[str], python: str, names: list[str], keep: bool, runs: int) 
         else:
             rows.append(bench_log(cli, python, name, keep, runs, problems))
     load = os.getloadavg()
-    print(f"{len(os.sched_getaffinity(0))} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"CLI: {' '.join(cli)}")
+    print(
+        f"{len(os.sched_getaffinity(0))} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"CLI: {' '.join(cli)}"
+    )
     print("\n".join(_table(rows)))
     if batch is not None:
         total, by_jobs = batch
@@ -258,15 +324,22 @@ def bench(cli: list[str], python: str, names: list[str], keep: bool, runs: int) 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--logs", "--sizes", dest="logs", default=",".join(DEFAULT),
-                    help=f"comma-separated, from: {', '.join(LOGS)}")
+    ap.add_argument(
+        "--logs", "--sizes", dest="logs", default=",".join(DEFAULT), help=f"comma-separated, from: {', '.join(LOGS)}"
+    )
     ap.add_argument("--keep", action="store_true", help="reuse logs already generated under benchmarks/out/")
     ap.add_argument("--runs", type=int, default=3, help="triage runs per log (the best wall time is shown)")
-    ap.add_argument("--cli", default="default",
-                    help="'default' (pip install . into benchmarks/out/venv-default), 'dev' (python -m triage "
-                         "with this interpreter), or the path of a vllm-triage executable")
-    ap.add_argument("--matcher", choices=("hyperscan", "ahocorasick", "python"),
-                    help="force one search engine (VLLM_TRIAGE_MATCHER), e.g. the pure-Python fallback")
+    ap.add_argument(
+        "--cli",
+        default="default",
+        help="'default' (pip install . into benchmarks/out/venv-default), 'dev' (python -m triage "
+        "with this interpreter), or the path of a vllm-triage executable",
+    )
+    ap.add_argument(
+        "--matcher",
+        choices=("hyperscan", "ahocorasick", "python"),
+        help="force one search engine (VLLM_TRIAGE_MATCHER), e.g. the pure-Python fallback",
+    )
     args = ap.parse_args(argv)
     if args.matcher:
         CHILD_ENV["VLLM_TRIAGE_MATCHER"] = args.matcher

@@ -89,21 +89,33 @@ def main() -> int:
         n = len(paths)
         (work / "paths.json").write_text(json.dumps(paths))
         mb = sum(os.path.getsize(p) for p in paths) / 1e6
-        print(f"{n} logs ({mb:.1f} MB) from {args.logs}, {args.copies} copies; {os.cpu_count()} cores, "
-              f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(
+            f"{n} logs ({mb:.1f} MB) from {args.logs}, {args.copies} copies; {os.cpu_count()} cores, "
+            f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        )
         wall, cpu, _ = _timed([sys.executable, "-c", API_LOOP, str(work / "paths.json")])
         rows.append(("api, one process", wall, cpu, n / wall))
         for jobs in (1, 2):
-            wall, cpu, _ = _timed([*cli, "batch", str(work / "logs"), "-j", str(jobs), "--jsonl", str(work / "b.jsonl")])
+            wall, cpu, _ = _timed(
+                [*cli, "batch", str(work / "logs"), "-j", str(jobs), "--jsonl", str(work / "b.jsonl")]
+            )
             rows.append((f"batch -j{jobs}", wall, cpu, n / wall))
         for workers in () if args.skip_ray else (1, 2):
             out = work / f"ray{workers}"
-            wall, _, err = _timed([*cli, "batch", "--ray", str(work / "logs"), "--output", str(out), "-j", str(workers)])
+            wall, _, err = _timed(
+                [*cli, "batch", "--ray", str(work / "logs"), "--output", str(out), "-j", str(workers)]
+            )
             m = re.search(r"(\d+) logs/s, ([\d.]+) ms of worker CPU a log", err)
             if not m:
                 sys.exit(f"no rate in the --ray run's output:\n{err[-2000:]}")
-            rows.append((f"ray, {workers} worker{'s' if workers > 1 else ''}", wall, float(m.group(2)) * n / 1000,
-                         float(m.group(1))))
+            rows.append(
+                (
+                    f"ray, {workers} worker{'s' if workers > 1 else ''}",
+                    wall,
+                    float(m.group(2)) * n / 1000,
+                    float(m.group(1)),
+                )
+            )
     print(f"\n{'way':<18} {'wall s':>7} {'logs/s':>7} {'CPU ms/log':>11}")
     for name, wall, cpu, rate in rows:
         print(f"{name:<18} {wall:7.2f} {rate:7.0f} {1000 * cpu / n:11.2f}")

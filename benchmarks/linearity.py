@@ -54,8 +54,14 @@ def pipeline_case(lines: int) -> tuple[Callable[[bytes], object], Callable[[int]
     from triage.pipeline import run
 
     fixtures = sorted((ROOT / "fixtures" / "logs").glob("**/*.log"))
-    real = sorted({line for p in fixtures for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
-                   if line.strip()})
+    real = sorted(
+        {
+            line
+            for p in fixtures
+            for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
+            if line.strip()
+        }
+    )
     block = ("\n".join(random.Random(7).sample(real, lines)) + "\n").encode()
     run(io.BytesIO(block), "warm")
     return (lambda data: run(io.BytesIO(data), "x")), (lambda n: block * max(1, n // lines))
@@ -67,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     flagged = 0
     print(f"{'reader':<11} {'shape':<34} {'n s':>8} {'10n x':>7} {'100n x':>8}")
-    cases = [(label, fn, line_shapes.shape(*s), repr(s[1] + s[0] + s[2])[1:-1][:34])
-             for label, fn, shapes in line_shapes.families() for s in shapes]
+    cases = [
+        (label, fn, line_shapes.shape(*s), repr(s[1] + s[0] + s[2])[1:-1][:34])
+        for label, fn, shapes in line_shapes.families()
+        for s in shapes
+    ]
     fn, make = pipeline_case(100)
     cases.append(("pipeline", fn, make, "100 real lines, repeated"))
     for label, fn, make, name in cases:

@@ -61,8 +61,17 @@ class Result:
                 self.errors[outcome] = self.errors.get(outcome, 0) + 1
 
 
-def client(host: str, port: int, path: str, body: bytes, headers: dict[str, str], budget: list[int],
-           stop_at: float, result: Result, timeout: float) -> None:
+def client(
+    host: str,
+    port: int,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    budget: list[int],
+    stop_at: float,
+    result: Result,
+    timeout: float,
+) -> None:
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     while time.monotonic() < stop_at:
         with result.lock:
@@ -91,16 +100,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def run_level(url: urllib.parse.SplitResult, body: bytes, concurrency: int, requests: int, duration: float,
-              token: str | None, timeout: float) -> tuple[Result, float]:
+def run_level(
+    url: urllib.parse.SplitResult,
+    body: bytes,
+    concurrency: int,
+    requests: int,
+    duration: float,
+    token: str | None,
+    timeout: float,
+) -> tuple[Result, float]:
     headers = {"Content-Type": "text/plain"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     path = (url.path.rstrip("/") or "") + "/v1/triage"
     result, budget = Result(), [requests]
     stop_at = time.monotonic() + duration
-    threads = [threading.Thread(target=client, args=(url.hostname, url.port, path, body, headers, budget, stop_at,
-                                                     result, timeout)) for _ in range(concurrency)]
+    threads = [
+        threading.Thread(
+            target=client, args=(url.hostname, url.port, path, body, headers, budget, stop_at, result, timeout)
+        )
+        for _ in range(concurrency)
+    ]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -110,9 +130,21 @@ def run_level(url: urllib.parse.SplitResult, body: bytes, concurrency: int, requ
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "triage", "serve", "--port", "0", "--no-access-log",
-           "--max-concurrency", str(args.server_concurrency), "--timeout", str(args.server_timeout),
-           "--max-bytes", str(args.server_max_bytes)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "triage",
+        "serve",
+        "--port",
+        "0",
+        "--no-access-log",
+        "--max-concurrency",
+        str(args.server_concurrency),
+        "--timeout",
+        str(args.server_timeout),
+        "--max-bytes",
+        str(args.server_max_bytes),
+    ]
     env = {k: v for k, v in os.environ.items() if k != "VLLM_TRIAGE_TOKEN"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 60
@@ -153,16 +185,21 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit("load tests target this machine only: give a loopback --url")
     try:
         print(f"server {args.url}  cpus {os.cpu_count()}  python {sys.version.split()[0]}")
-        print(f"{'log':<22}{'bytes':>10}{'conc':>6}{'ok':>6}{'errors':>18}{'req/s':>9}{'MB/s':>8}"
-              f"{'p50 ms':>9}{'p99 ms':>9}")
+        print(
+            f"{'log':<22}{'bytes':>10}{'conc':>6}{'ok':>6}{'errors':>18}{'req/s':>9}{'MB/s':>8}"
+            f"{'p50 ms':>9}{'p99 ms':>9}"
+        )
         for name, body in logs:
             for conc in levels:
                 result, wall = run_level(url, body, conc, args.requests, args.duration, args.token, args.timeout)
                 ok = len(result.latencies)
                 errors = ",".join(f"{k}x{v}" for k, v in sorted(result.errors.items())) or "0"
-                print(f"{name:<22}{len(body):>10}{conc:>6}{ok:>6}{errors:>18}{ok / wall:>9.2f}"
-                      f"{ok * len(body) / wall / 1e6:>8.2f}{percentile(result.latencies, 0.5) * 1e3:>9.0f}"
-                      f"{percentile(result.latencies, 0.99) * 1e3:>9.0f}", flush=True)
+                print(
+                    f"{name:<22}{len(body):>10}{conc:>6}{ok:>6}{errors:>18}{ok / wall:>9.2f}"
+                    f"{ok * len(body) / wall / 1e6:>8.2f}{percentile(result.latencies, 0.5) * 1e3:>9.0f}"
+                    f"{percentile(result.latencies, 0.99) * 1e3:>9.0f}",
+                    flush=True,
+                )
     finally:
         if proc is not None:
             proc.terminate()

@@ -109,14 +109,21 @@ def _request_id(rng: random.Random) -> str:
 
 def metrics_line(clock: Clock, rng: random.Random) -> str:
     """The V1 engine's periodic stats line (vllm/v1/metrics/loggers.py)."""
-    return (_head(API, "INFO", clock, "loggers.py:123") + "Engine 000: Avg prompt throughput: "
-            f"{rng.uniform(100, 2000):.1f} tokens/s, Avg generation throughput: {rng.uniform(50, 900):.1f} "
-            f"tokens/s, Running: {rng.randint(0, 40)} reqs, Waiting: {rng.randint(0, 5)} reqs, GPU KV cache "
-            f"usage: {rng.uniform(0, 90):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%")
+    return (
+        _head(API, "INFO", clock, "loggers.py:123") + "Engine 000: Avg prompt throughput: "
+        f"{rng.uniform(100, 2000):.1f} tokens/s, Avg generation throughput: {rng.uniform(50, 900):.1f} "
+        f"tokens/s, Running: {rng.randint(0, 40)} reqs, Waiting: {rng.randint(0, 5)} reqs, GPU KV cache "
+        f"usage: {rng.uniform(0, 90):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%"
+    )
 
 
-def serving_lines(clock: Clock, rng: random.Random, request_logging: bool, rate: float = 25.0,
-                  prompts: tuple[list[str], float] | None = None) -> Iterator[str]:
+def serving_lines(
+    clock: Clock,
+    rng: random.Random,
+    request_logging: bool,
+    rate: float = 25.0,
+    prompts: tuple[list[str], float] | None = None,
+) -> Iterator[str]:
     """Endless serving traffic: requests, access lines, a metrics line every 10 s, rare errors.
 
     `rate` is requests a second; `prompts` the prompts that quote errors and the share of
@@ -138,14 +145,16 @@ def serving_lines(clock: Clock, rng: random.Random, request_logging: bool, rate:
         if request_logging and route.startswith("/v1/c"):
             rid = _request_id(rng)
             prompt = rng.choice(quoting if rng.random() < share else _PROMPTS)
-            yield (_head(API, "INFO", clock, "logger.py:41") + f"Received request {rid}: prompt: "
-                   f"'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n<|im_start|>user\\n{prompt}"
-                   "<|im_end|>\\n<|im_start|>assistant\\n', params: SamplingParams(n=1, presence_penalty=0.0, "
-                   "frequency_penalty=0.0, repetition_penalty=1.05, temperature=0.7, top_p=0.8, top_k=20, "
-                   f"min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], max_tokens={rng.randint(16, 2048)}, "
-                   "min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, "
-                   "spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, "
-                   "extra_args=None), prompt_token_ids: None, prompt_embeds shape: None, lora_request: None.")
+            yield (
+                _head(API, "INFO", clock, "logger.py:41") + f"Received request {rid}: prompt: "
+                f"'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n<|im_start|>user\\n{prompt}"
+                "<|im_end|>\\n<|im_start|>assistant\\n', params: SamplingParams(n=1, presence_penalty=0.0, "
+                "frequency_penalty=0.0, repetition_penalty=1.05, temperature=0.7, top_p=0.8, top_k=20, "
+                f"min_p=0.0, seed=None, stop=[], stop_token_ids=[], bad_words=[], max_tokens={rng.randint(16, 2048)}, "
+                "min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, "
+                "spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, "
+                "extra_args=None), prompt_token_ids: None, prompt_embeds shape: None, lora_request: None."
+            )
             yield _head(API, "INFO", clock, "async_llm.py:321") + f"Added request {rid}."
         method = "GET" if route in ("/health", "/metrics", "/v1/models") else "POST"
         yield f'{API}INFO:     {ip} - "{method} {route} HTTP/1.1" 200 OK'
@@ -156,8 +165,12 @@ def _request_error(clock: Clock, rng: random.Random) -> Iterator[str]:
     h = _head(API, "ERROR", clock, "serving_chat.py:222")
     frames = [
         ("vllm/entrypoints/openai/serving_chat.py", 205, "create_chat_completion", ") = await self._preprocess_chat("),
-        ("vllm/entrypoints/openai/serving_engine.py", 837, "_preprocess_chat",
-         "prompt_inputs = await self._tokenize_prompt_input_async("),
+        (
+            "vllm/entrypoints/openai/serving_engine.py",
+            837,
+            "_preprocess_chat",
+            "prompt_inputs = await self._tokenize_prompt_input_async(",
+        ),
         ("vllm/entrypoints/openai/serving_engine.py", 569, "_validate_input", "raise ValueError("),
     ]
     yield h + "Error in preprocessing prompt inputs"
@@ -166,9 +179,11 @@ def _request_error(clock: Clock, rng: random.Random) -> Iterator[str]:
         yield h + f'  File "{SITE}/{path}", line {no}, in {func}'
         yield h + f"    {src}"
     asked = rng.randint(32769, 90000)
-    yield (h + f"ValueError: This model's maximum context length is 32768 tokens. However, you requested {asked} "
-           f"tokens ({asked - 4096} in the messages, 4096 in the completion). Please reduce the length of the "
-           "messages or completion.")
+    yield (
+        h + f"ValueError: This model's maximum context length is 32768 tokens. However, you requested {asked} "
+        f"tokens ({asked - 4096} in the messages, 4096 in the completion). Please reduce the length of the "
+        "messages or completion."
+    )
     yield f'{API}INFO:     10.0.3.88:{rng.randint(32768, 60999)} - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request'
 
 
@@ -189,23 +204,29 @@ def engine_death(clock: Clock) -> list[str]:
     out = [e + "EngineCore encountered a fatal error.", e + "Traceback (most recent call last):"]
     for path, no, func, src in frames:
         out += [e + f'  File "{SITE}/{path}", line {no}, in {func}', e + f"    {src}"]
-    out.append(e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total "
-               "capacity of 79.19 GiB of which 2.05 GiB is free. Including non-PyTorch memory, this process has "
-               "77.12 GiB memory in use. Of the allocated memory 73.42 GiB is allocated by PyTorch, and 2.31 GiB is "
-               "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-               "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
-    out += [a + "AsyncLLM output_handler failed.", a + "Traceback (most recent call last):",
-            a + f'  File "{SITE}/vllm/v1/engine/async_llm.py", line 439, in output_handler',
-            a + "    outputs = await engine_core.get_output_async()",
-            a + f'  File "{SITE}/vllm/v1/engine/core_client.py", line 846, in get_output_async',
-            a + "    raise self._format_exception(outputs) from None",
-            a + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
-                "(above) for the root cause.",
-            f"{API}ERROR {clock.stamp()} [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
-            "shutting down client.",
-            f'{API}INFO:     10.0.3.17:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
-            f"{API}INFO:     Shutting down", f"{API}INFO:     Finished server process [1]"]
+    out.append(
+        e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total "
+        "capacity of 79.19 GiB of which 2.05 GiB is free. Including non-PyTorch memory, this process has "
+        "77.12 GiB memory in use. Of the allocated memory 73.42 GiB is allocated by PyTorch, and 2.31 GiB is "
+        "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+        "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+    out += [
+        a + "AsyncLLM output_handler failed.",
+        a + "Traceback (most recent call last):",
+        a + f'  File "{SITE}/vllm/v1/engine/async_llm.py", line 439, in output_handler',
+        a + "    outputs = await engine_core.get_output_async()",
+        a + f'  File "{SITE}/vllm/v1/engine/core_client.py", line 846, in get_output_async',
+        a + "    raise self._format_exception(outputs) from None",
+        a + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+        "(above) for the root cause.",
+        f"{API}ERROR {clock.stamp()} [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
+        "shutting down client.",
+        f'{API}INFO:     10.0.3.17:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+        f"{API}INFO:     Shutting down",
+        f"{API}INFO:     Finished server process [1]",
+    ]
     return out
 
 
@@ -213,28 +234,38 @@ def startup_failure_lines(clock: Clock, rng: random.Random, size: int) -> Iterat
     """A big TP=8 startup: NCCL_DEBUG=INFO chatter from 8 workers, then a KV-cache failure."""
     yield f"INFO {clock.stamp()} [__init__.py:216] Automatically detected platform cuda."
     yield _head(API, "INFO", clock, "api_server.py:1896") + "vLLM API server version 0.10.2"
-    yield (_head(API, "INFO", clock, "utils.py:328") + "non-default args: {'model_tag': 'meta-llama/Llama-3.1-70B-"
-           "Instruct', 'model': 'meta-llama/Llama-3.1-70B-Instruct', 'max_model_len': 131072, 'tensor_parallel_size': 8}")
-    yield (_head(CORE, "INFO", clock, "core.py:76") + "Initializing a V1 LLM engine (v0.10.2) with config: "
-           "model='meta-llama/Llama-3.1-70B-Instruct', tokenizer='meta-llama/Llama-3.1-70B-Instruct', "
-           "dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=8, enforce_eager=False")
+    yield (
+        _head(API, "INFO", clock, "utils.py:328") + "non-default args: {'model_tag': 'meta-llama/Llama-3.1-70B-"
+        "Instruct', 'model': 'meta-llama/Llama-3.1-70B-Instruct', 'max_model_len': 131072, 'tensor_parallel_size': 8}"
+    )
+    yield (
+        _head(CORE, "INFO", clock, "core.py:76") + "Initializing a V1 LLM engine (v0.10.2) with config: "
+        "model='meta-llama/Llama-3.1-70B-Instruct', tokenizer='meta-llama/Llama-3.1-70B-Instruct', "
+        "dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=8, enforce_eager=False"
+    )
     written = 0
     while written < size - 20_000:
         rank = rng.randrange(8)
         w = f"(VllmWorker TP{rank} pid={4100 + rank}) "
         choice = rng.random()
         if choice < 0.7:
-            line = (f"{w}node-a100-{rank // 8}:{4100 + rank}:{4200 + rank} [{rank}] NCCL INFO Channel "
-                    f"{rng.randrange(24):02d}/24 : 0 1 2 3 4 5 6 7 via P2P/IPC/read")
+            line = (
+                f"{w}node-a100-{rank // 8}:{4100 + rank}:{4200 + rank} [{rank}] NCCL INFO Channel "
+                f"{rng.randrange(24):02d}/24 : 0 1 2 3 4 5 6 7 via P2P/IPC/read"
+            )
         elif choice < 0.85:
-            line = (_head(w, "INFO", clock, "custom_all_reduce.py:136") + "Registering 4515 cuda graph addresses")
+            line = _head(w, "INFO", clock, "custom_all_reduce.py:136") + "Registering 4515 cuda graph addresses"
         elif choice < 0.95:
-            line = (_head(w, "WARNING", clock, "fused_moe.py:682") + "Using default MoE config. Performance might "
-                    "be sub-optimal! Config file not found at /usr/local/lib/python3.12/dist-packages/vllm/"
-                    "model_executor/layers/fused_moe/configs/E=8,N=3584,device_name=NVIDIA_A100-SXM4-80GB.json")
+            line = (
+                _head(w, "WARNING", clock, "fused_moe.py:682") + "Using default MoE config. Performance might "
+                "be sub-optimal! Config file not found at /usr/local/lib/python3.12/dist-packages/vllm/"
+                "model_executor/layers/fused_moe/configs/E=8,N=3584,device_name=NVIDIA_A100-SXM4-80GB.json"
+            )
         else:
-            line = (f"{w}Loading safetensors checkpoint shards:  {rng.randrange(100):2d}% Completed | "
-                    f"{rng.randrange(30)}/30 [00:{rng.randrange(60):02d}<00:{rng.randrange(60):02d},  1.02it/s]")
+            line = (
+                f"{w}Loading safetensors checkpoint shards:  {rng.randrange(100):2d}% Completed | "
+                f"{rng.randrange(30)}/30 [00:{rng.randrange(60):02d}<00:{rng.randrange(60):02d},  1.02it/s]"
+            )
         clock.tick(0.01)
         written += len(line) + 1
         yield line
@@ -246,12 +277,16 @@ def startup_failure_lines(clock: Clock, rng: random.Random, size: int) -> Iterat
     yield e + "Traceback (most recent call last):"
     yield e + f'  File "{SITE}/vllm/v1/engine/core.py", line 577, in run_engine_core'
     yield e + f'  File "{SITE}/vllm/v1/core/kv_cache_utils.py", line 562, in check_enough_kv_cache_memory'
-    yield (e + "ValueError: To serve at least one request with the models's max seq len (131072), (5.00 GiB KV "
-           "cache is needed, which is larger than the available KV cache memory (3.11 GiB). Based on the available "
-           "memory, the estimated maximum model length is 81520. Try increasing `gpu_memory_utilization` or "
-           "decreasing `max_model_len` when initializing the engine.")
-    yield (_head(API, "ERROR", clock, "core_client.py:564") + "RuntimeError: Engine core initialization failed. "
-           "See root cause above. Failed core proc(s): {}")
+    yield (
+        e + "ValueError: To serve at least one request with the models's max seq len (131072), (5.00 GiB KV "
+        "cache is needed, which is larger than the available KV cache memory (3.11 GiB). Based on the available "
+        "memory, the estimated maximum model length is 81520. Try increasing `gpu_memory_utilization` or "
+        "decreasing `max_model_len` when initializing the engine."
+    )
+    yield (
+        _head(API, "ERROR", clock, "core_client.py:564") + "RuntimeError: Engine core initialization failed. "
+        "See root cause above. Failed core proc(s): {}"
+    )
 
 
 def write_log(name: str, path: Path, size: int, seed: int = 7) -> None:

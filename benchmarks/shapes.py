@@ -17,13 +17,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from logs import (API, CORE, SITE, Clock, _head, engine_death, metrics_line, serving_lines, startup_section,
-                  write_until)
+from logs import API, CORE, SITE, Clock, _head, engine_death, metrics_line, serving_lines, startup_section, write_until
 
 # Prompts as a request logger prints them (the repr of the user's text: one line, `\n`
 # escaped): users who paste whole error reports, tracebacks and nvidia-smi tables.
 QUOTING_PROMPTS = [
-    "My vLLM server crashed with this:\\nTraceback (most recent call last):\\n  File \\\"/app/serve.py\\\", line 12, "
+    'My vLLM server crashed with this:\\nTraceback (most recent call last):\\n  File \\"/app/serve.py\\", line 12, '
     "in <module>\\n    llm = LLM(model)\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
     "GPU 0 has a total capacity of 79.19 GiB of which 1.05 GiB is free.\\nRuntimeError: CUDA error: out of memory"
     "\\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.\\nWhat now?",
@@ -48,17 +47,20 @@ def longserve(path: Path, size: int, seed: int = 11) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\n".join(startup_section(clock)) + "\n")
         budget = size - fh.tell() - 6000
-        write_until(fh, serving_lines(clock, rng, request_logging=True, rate=1.9, prompts=(QUOTING_PROMPTS, 0.7)),
-                    budget)
+        write_until(
+            fh, serving_lines(clock, rng, request_logging=True, rate=1.9, prompts=(QUOTING_PROMPTS, 0.7)), budget
+        )
         fh.write("\n".join(engine_death(clock)) + "\n")
 
 
 def _v0_metrics(clock: Clock, rng: random.Random) -> str:
     """V0's stats line (vllm/engine/metrics.py), which has no origin prefix."""
-    return (f"INFO {clock.stamp()} metrics.py:351] Avg prompt throughput: {rng.uniform(0, 900):.1f} tokens/s, "
-            f"Avg generation throughput: {rng.uniform(0, 400):.1f} tokens/s, Running: {rng.randint(0, 30)} reqs, "
-            f"Swapped: 0 reqs, Pending: {rng.randint(0, 9)} reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, "
-            f"CPU KV cache usage: 0.0%.")
+    return (
+        f"INFO {clock.stamp()} metrics.py:351] Avg prompt throughput: {rng.uniform(0, 900):.1f} tokens/s, "
+        f"Avg generation throughput: {rng.uniform(0, 400):.1f} tokens/s, Running: {rng.randint(0, 30)} reqs, "
+        f"Swapped: 0 reqs, Pending: {rng.randint(0, 9)} reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, "
+        f"CPU KV cache usage: 0.0%."
+    )
 
 
 def metrics(path: Path, size: int, seed: int = 12) -> None:
@@ -89,9 +91,9 @@ def _kv_failure(clock: Clock) -> list[str]:
         e + f'  File "{SITE}/vllm/v1/core/kv_cache_utils.py", line 562, in check_enough_kv_cache_memory',
         e + "    raise ValueError(",
         e + "ValueError: To serve at least one request with the models's max seq len (32768), (8.00 GiB KV cache "
-            "is needed, which is larger than the available KV cache memory (3.11 GiB). Based on the available "
-            "memory, the estimated maximum model length is 12720. Try increasing `gpu_memory_utilization` or "
-            "decreasing `max_model_len` when initializing the engine.",
+        "is needed, which is larger than the available KV cache memory (3.11 GiB). Based on the available "
+        "memory, the estimated maximum model length is 12720. Try increasing `gpu_memory_utilization` or "
+        "decreasing `max_model_len` when initializing the engine.",
         _head(API, "ERROR", clock, "core_client.py:564") + "RuntimeError: Engine core initialization failed. "
         "See root cause above. Failed core proc(s): {}",
     ]
@@ -102,8 +104,15 @@ def restarts(path: Path, size: int, attempts: int = 500) -> None:
     clock = Clock()
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         for _ in range(attempts):
-            lines = [x for x in startup_section(clock) if "KV cache" not in x and "Capturing" not in x
-                     and "startup" not in x and "Starting vLLM" not in x and "Route:" not in x]
+            lines = [
+                x
+                for x in startup_section(clock)
+                if "KV cache" not in x
+                and "Capturing" not in x
+                and "startup" not in x
+                and "Starting vLLM" not in x
+                and "Route:" not in x
+            ]
             cut = next(i for i, x in enumerate(lines) if "torch.compile takes" in x) + 1
             fh.write("\n".join(lines[:cut] + _kv_failure(clock)) + "\n")
             clock.tick(30)
@@ -122,8 +131,8 @@ def smi(path: Path, size: int, processes: int = 100_000, seed: int = 13) -> None
         e + f'  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 180, in init_device',
         e + "    raise ValueError(",
         e + "ValueError: Free memory on device (47.31/79.19 GiB) on startup is less than desired GPU memory "
-            "utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-            "processes.",
+        "utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+        "processes.",
         _head(API, "ERROR", clock, "core_client.py:564") + "RuntimeError: Engine core initialization failed. "
         "See root cause above. Failed core proc(s): {}",
         "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
@@ -131,8 +140,10 @@ def smi(path: Path, size: int, processes: int = 100_000, seed: int = 13) -> None
     ]
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.write("\n".join(lines) + "\n")
-        rows = [f"{10000 + i}, /usr/bin/python3 worker_{i % 97}.py, {rng.choice((0, 2, 4, 250, 512))} MiB"
-                for i in range(processes)]
+        rows = [
+            f"{10000 + i}, /usr/bin/python3 worker_{i % 97}.py, {rng.choice((0, 2, 4, 250, 512))} MiB"
+            for i in range(processes)
+        ]
         fh.write("\n".join(rows) + "\n")
 
 
@@ -142,17 +153,23 @@ def chains(path: Path, size: int, depth: int = 10_000) -> None:
     clock = Clock()
     out = startup_section(clock)[:9]
     for i in range(depth):
-        out += [e + "Traceback (most recent call last):",
-                e + f'  File "{SITE}/vllm/v1/worker/gpu_worker.py", line {100 + i % 50}, in retry_{i % 7}',
-                e + "    self.model_runner.profile_run()",
-                e + f"RuntimeError: attempt {i} failed",
-                e, e + "During handling of the above exception, another exception occurred:", e]
-    out += [e + "Traceback (most recent call last):",
-            e + f'  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 232, in determine_available_memory',
+        out += [
+            e + "Traceback (most recent call last):",
+            e + f'  File "{SITE}/vllm/v1/worker/gpu_worker.py", line {100 + i % 50}, in retry_{i % 7}',
             e + "    self.model_runner.profile_run()",
-            e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total "
-                "capacity of 79.19 GiB of which 2.05 GiB is free. Of the allocated memory 73.42 GiB is allocated "
-                "by PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated."]
+            e + f"RuntimeError: attempt {i} failed",
+            e,
+            e + "During handling of the above exception, another exception occurred:",
+            e,
+        ]
+    out += [
+        e + "Traceback (most recent call last):",
+        e + f'  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 232, in determine_available_memory',
+        e + "    self.model_runner.profile_run()",
+        e + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total "
+        "capacity of 79.19 GiB of which 2.05 GiB is free. Of the allocated memory 73.42 GiB is allocated "
+        "by PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated.",
+    ]
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 

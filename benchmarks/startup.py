@@ -29,13 +29,13 @@ def main(path: str) -> dict[str, float]:
     from triage import pipeline
     from triage.apps import cli  # noqa: F401 - what `vllm-triage --format json` imports
     from triage.diagnose import report_builder
-    from triage.parse import stream as stream_stage
-    from triage.ingest.read import InputStats, iter_chunks, open_source
     from triage.diagnose.redact import LineRedactor
+    from triage.ingest.read import InputStats, iter_chunks, open_source
     from triage.ingest.reshape import Unfolded
-    from triage.render import render
     from triage.ingest.scan import iter_marked
+    from triage.parse import stream as stream_stage
     from triage.parse.vocabulary import matcher
+    from triage.render import render
     from triage.timeline.timeline import Timeline
 
     marks["import"] = time.perf_counter() - t
@@ -46,7 +46,9 @@ def main(path: str) -> dict[str, float]:
     stream, name = open_source(path)
     stats = InputStats(name=name)
     with stream:
-        marked = list(iter_marked(iter_chunks(stream, stats), stats, matcher(), stream_stage.MAX_JOINS, wrap_sample=256 << 10))
+        marked = list(
+            iter_marked(iter_chunks(stream, stats), stats, matcher(), stream_stage.MAX_JOINS, wrap_sample=256 << 10)
+        )
     marks["scan"] = time.perf_counter() - t
     t = time.perf_counter()
     pairs = list(stream_stage.line_events(Unfolded(iter(marked), matcher().classify), LineRedactor()))

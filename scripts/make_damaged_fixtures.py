@@ -91,11 +91,10 @@ def main() -> None:
         text = source.read_text(encoding="utf-8")
         (OUT / f"{name}.log").write_bytes(damage(text).encode("utf-8"))
         (OUT / f"{name}.expect.yaml").write_text(
-            f"about: \"{source.name} after one kind of damage ({name}); the cause must still be found.\"\n"
+            f'about: "{source.name} after one kind of damage ({name}); the cause must still be found."\n'
             f"source: {source.relative_to(ROOT)}\n"
             f"expect: [{cause}]\n"
-            f"outcome: {outcome}\n"
-            + ("phase: cuda_graph_capture\n" if source == GRAPH else "")
+            f"outcome: {outcome}\n" + ("phase: cuda_graph_capture\n" if source == GRAPH else "")
         )
 
 

@@ -19,8 +19,10 @@ def table() -> str:
     from triage.pipeline import load_rules
 
     # One pack per cause: the cause names its pack, `rules/<cause>.yaml` (the error catalogue's signs: one pack).
-    rows = ["| cause (pack `rules/<cause>.yaml`; `catalogue-*` rules: `rules/catalogue.yaml`) | rule | what it says |",
-            "|---|---|---|"]
+    rows = [
+        "| cause (pack `rules/<cause>.yaml`; `catalogue-*` rules: `rules/catalogue.yaml`) | rule | what it says |",
+        "|---|---|---|",
+    ]
     for rule in sorted(load_rules(), key=lambda r: (r.cause, r.id)):
         rows.append(f"| `{rule.cause}` | `{rule.id}` | {rule.title} |")
     return "\n".join(rows)

@@ -14,9 +14,9 @@ import multiprocessing
 import pickle
 
 import pytest
+from conftest import FIXTURES
 
 import triage
-from conftest import FIXTURES
 from triage import api
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
@@ -47,7 +47,7 @@ def _surface() -> str:
                 continue
             lines.append(f"class {name}{_signature(obj)}")
             for attr, member in sorted(vars(obj).items()):
-                if attr.startswith("_") and attr != "__init__" or attr == "__init__":
+                if (attr.startswith("_") and attr != "__init__") or attr == "__init__":
                     continue
                 if isinstance(member, property):
                     lines.append(f"    property {attr}: {inspect.signature(member.fget).return_annotation}")
@@ -117,7 +117,11 @@ def test_summary_reads_a_report_and_its_dict_alike():
         assert api.summarize(report) == api.summarize(api.to_dict(report))
     failed = api.summarize(t.triage_path(FAILED))
     assert (failed.status, failed.cause, failed.model, failed.vllm_version) == (
-        "failed", "kv_cache_insufficient", "Qwen/Qwen2.5-14B-Instruct", "0.9.2")
+        "failed",
+        "kv_cache_insufficient",
+        "Qwen/Qwen2.5-14B-Instruct",
+        "0.9.2",
+    )
     assert api.summarize(t.triage_path(HEALTHY)).status == "healthy"
 
 
@@ -155,9 +159,9 @@ def test_the_readmes_api_example_prints_what_its_comments_say(monkeypatch, capsy
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("### The Python API", 1)[1]
     block = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
     monkeypatch.chdir(ROOT)
-    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own README
+    exec(compile(block, "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     said = [line.split("#", 1)[1].strip() for line in block.splitlines() if line.startswith("print(")]
     assert len(printed) == len(said) == 4
-    for out, comment in zip(printed, said):
+    for out, comment in zip(printed, said, strict=False):
         assert out.startswith(comment.split("...", 1)[0].rstrip(", ")), (out, comment)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import yaml
-
 from conftest import ROOT
+
 from triage import __version__
 
 

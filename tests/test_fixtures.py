@@ -8,7 +8,6 @@ flag value the report offers against the hand-computed one.
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, fixture_cases, triage_file
 
 CASES = fixture_cases()
@@ -62,8 +61,16 @@ def test_remedy_figures_match_hand_computed(case):
 
 def test_there_are_fixtures_for_every_memory_cause_and_healthy():
     dirs = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
-    assert {"healthy", "kv_cache_insufficient", "gpu_memory_utilization_too_high", "weights_exceed_memory",
-            "foreign_gpu_processes", "cuda_graph_capture_oom", "warmup_oom", "memory_fragmentation"} <= dirs
+    assert {
+        "healthy",
+        "kv_cache_insufficient",
+        "gpu_memory_utilization_too_high",
+        "weights_exceed_memory",
+        "foreign_gpu_processes",
+        "cuda_graph_capture_oom",
+        "warmup_oom",
+        "memory_fragmentation",
+    } <= dirs
 
 
 FACT_CASES = [(p, e) for p, e in CASES if e.get("figures")]

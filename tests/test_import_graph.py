@@ -96,5 +96,7 @@ def test_the_checker_sees_a_circle():
 
 def test_lazy_imports_are_edges():
     graph = import_graph()
-    assert "triage.apps.live.follow" in graph["triage.apps.cli"]  # `from .follow import follow_command` inside a function
+    assert (
+        "triage.apps.live.follow" in graph["triage.apps.cli"]
+    )  # `from .follow import follow_command` inside a function
     assert "triage.apps.cli" not in graph["triage.apps.live.run"]

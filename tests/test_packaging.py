@@ -16,8 +16,11 @@ else:  # pragma: no cover
 def test_every_folder_of_the_package_is_listed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     listed = set(config["packages"])
-    folders = {".".join(d.relative_to(ROOT).parts) for d in (ROOT / "triage").rglob("*")
-               if d.is_dir() and d.name != "__pycache__" and any(f.is_file() for f in d.iterdir())}
+    folders = {
+        ".".join(d.relative_to(ROOT).parts)
+        for d in (ROOT / "triage").rglob("*")
+        if d.is_dir() and d.name != "__pycache__" and any(f.is_file() for f in d.iterdir())
+    }
     assert folders - listed == set(), "add these to [tool.setuptools] packages"
     data = config["package-data"]
     assert all(pkg in listed for pkg in data)

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from triage.apps.cli import SUBCOMMANDS, main
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,8 +35,11 @@ def bash_commands() -> list[str]:
         if lang not in ("bash", "sh"):
             continue
         lines = [line for line in body.replace("\\\n", " ").splitlines() if line.strip()]
-        if lines and all(RUNNABLE.match(line) for line in lines) and not any(
-                re.search(r"\b(?:run|serve|--follow|curl)\b", line) for line in lines):  # a GPU, a server, the network
+        if (
+            lines
+            and all(RUNNABLE.match(line) for line in lines)
+            and not any(re.search(r"\b(?:run|serve|--follow|curl)\b", line) for line in lines)
+        ):  # a GPU, a server, the network
             out += lines
     return out
 
@@ -72,8 +75,9 @@ def test_readme_example_runs(command, tmp_path):
     shutil.copy(ROOT / rel, tmp_path / "vllm.log")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_TRIAGE_", "GITHUB_"))}
     env["PATH"] = os.pathsep.join([str(TOOL_BIN), env.get("PATH", "")])
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     # 1 is "a failure was found": the sample log is a failed start
     assert result.returncode in (0, 1), result.stderr
     assert "usage:" not in result.stderr and "error" not in result.stderr.lower()

@@ -44,19 +44,35 @@ def _both_ways(cls, *args, **kwargs):
     return first, second
 
 
-@pytest.mark.parametrize("cls, args, kwargs", [
-    (Point, (), {"x": 1}), (Point, (), {"x": 1, "y": 2, "tags": ["a"]}), (Point3, (), {"x": 1}),
-    (Pos, (1,), {}), (Pos, (1, "c"), {}), (Pos, (), {"b": "z", "a": 3}), (Box, (), {}), (Box, ([1],), {"size": 2}),
-])
+@pytest.mark.parametrize(
+    "cls, args, kwargs",
+    [
+        (Point, (), {"x": 1}),
+        (Point, (), {"x": 1, "y": 2, "tags": ["a"]}),
+        (Point3, (), {"x": 1}),
+        (Pos, (1,), {}),
+        (Pos, (1, "c"), {}),
+        (Pos, (), {"b": "z", "a": 3}),
+        (Box, (), {}),
+        (Box, ([1],), {"size": 2}),
+    ],
+)
 def test_generic_and_compiled_init_agree(cls, args, kwargs):
     a, b = _both_ways(cls, *args, **kwargs)
     assert a == b and repr(a) == repr(b)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: Point(1), lambda: Point(), lambda: Point(x=1, w=2), lambda: Pos(1, "b", 3), lambda: Pos(1, a=1),
-    lambda: Pos(),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: Point(1),
+        lambda: Point(),
+        lambda: Point(x=1, w=2),
+        lambda: Pos(1, "b", 3),
+        lambda: Pos(1, a=1),
+        lambda: Pos(),
+    ],
+)
 def test_calls_that_do_not_fit_raise_type_error(call):
     with pytest.raises(TypeError):
         call()
@@ -113,6 +129,7 @@ def test_a_class_made_often_gets_its_compiled_init():
 
 def test_positional_fields_keep_dataclass_order_rules():
     with pytest.raises(TypeError):
-        class Bad(Record, kw_only=False):  # noqa: F841 - the class statement is what fails
+
+        class Bad(Record, kw_only=False):
             a: int = 0
             b: int

@@ -5,18 +5,21 @@ import pytest
 from triage.units import GiB, MiB, gib, parse_size, round_down, round_up
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("1.96 GiB", round(1.96 * GiB)),
-    ("14.99GiB", round(14.99 * GiB)),  # V0 prints no space
-    ("512.00 MiB", 512 * MiB),
-    ("0 bytes", 0),
-    ("1024 bytes", 1024),
-    ("14.9889 GB", round(14.9889 * GiB)),  # vLLM's "GB" is GiB
-    ("-0.94GiB", -round(0.94 * GiB)),  # a budget overdrawn prints negative
-    ("139.75 MiB", round(139.75 * MiB)),
-    ("2.00 KiB", 2048),
-    ("0.26Gib", round(0.26 * GiB)),  # the 0.6.4 typo
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1.96 GiB", round(1.96 * GiB)),
+        ("14.99GiB", round(14.99 * GiB)),  # V0 prints no space
+        ("512.00 MiB", 512 * MiB),
+        ("0 bytes", 0),
+        ("1024 bytes", 1024),
+        ("14.9889 GB", round(14.9889 * GiB)),  # vLLM's "GB" is GiB
+        ("-0.94GiB", -round(0.94 * GiB)),  # a budget overdrawn prints negative
+        ("139.75 MiB", round(139.75 * MiB)),
+        ("2.00 KiB", 2048),
+        ("0.26Gib", round(0.26 * GiB)),  # the 0.6.4 typo
+    ],
+)
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
 

@@ -12,8 +12,22 @@ from triage.version import __version__
 
 __all__ = ["__version__"]
 
-_API_NAMES = frozenset({"API_VERSION", "SCHEMA_VERSION", "InputError", "Report", "Summary", "TriageError", "Triager",
-                        "error_record", "found_failure", "summarize", "to_dict", "triage"})
+_API_NAMES = frozenset(
+    {
+        "API_VERSION",
+        "SCHEMA_VERSION",
+        "InputError",
+        "Report",
+        "Summary",
+        "TriageError",
+        "Triager",
+        "error_record",
+        "found_failure",
+        "summarize",
+        "to_dict",
+        "triage",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:

@@ -23,18 +23,30 @@ import io
 import os
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, BinaryIO, TextIO, Union
+from typing import Any, BinaryIO, TextIO
 
 from triage.errors import InputError, TriageError
 from triage.model.report import SCHEMA_VERSION, Report, found_failure
 from triage.records import Record
 
-__all__ = ["API_VERSION", "SCHEMA_VERSION", "InputError", "Report", "Summary", "TriageError", "Triager",
-           "error_record", "found_failure", "summarize", "to_dict", "triage"]
+__all__ = [
+    "API_VERSION",
+    "SCHEMA_VERSION",
+    "InputError",
+    "Report",
+    "Summary",
+    "TriageError",
+    "Triager",
+    "error_record",
+    "found_failure",
+    "summarize",
+    "to_dict",
+    "triage",
+]
 
 API_VERSION = "1.0"
 
-Source = Union[bytes, bytearray, memoryview, BinaryIO, TextIO]
+Source = bytes | bytearray | memoryview | BinaryIO | TextIO
 GiB = 1 << 30
 
 
@@ -47,8 +59,9 @@ class Triager:
     with `InputError` (`record` makes that an error row).
     """
 
-    def __init__(self, rules: Iterable[str | os.PathLike[str]] = (), *, redact: bool = True,
-                 max_bytes: int | None = None) -> None:
+    def __init__(
+        self, rules: Iterable[str | os.PathLike[str]] = (), *, redact: bool = True, max_bytes: int | None = None
+    ) -> None:
         from triage.pipeline import Options, load_rules
 
         self._packs = tuple(os.fspath(p) for p in rules)
@@ -88,7 +101,8 @@ class Triager:
         from triage.pipeline import run
 
         if isinstance(stream, io.TextIOBase) or (
-                not isinstance(stream, (io.RawIOBase, io.BufferedIOBase)) and isinstance(stream.read(0), str)):
+            not isinstance(stream, (io.RawIOBase, io.BufferedIOBase)) and isinstance(stream.read(0), str)
+        ):
             stream = io.BufferedReader(_Utf8Stream(stream))  # type: ignore[arg-type]
         return run(stream, name, self._options, self._rules)  # type: ignore[arg-type]
 
@@ -200,9 +214,13 @@ def summarize(report: Report | dict[str, Any]) -> Summary:
         version = (report.get("vllm") or {}).get("version")
         causes = [d["id"] for d in report.get("diagnoses") or []]
     failed = outcome == "failed" or (outcome != "recovered" and bool(causes))
-    return Summary(status="failed" if failed else outcome, cause=causes[0] if causes else None,
-                   model=_text(facts.get("model")), vllm_version=_version(version or facts.get("vllm_version")),
-                   gpu=_gpu(facts))
+    return Summary(
+        status="failed" if failed else outcome,
+        cause=causes[0] if causes else None,
+        model=_text(facts.get("model")),
+        vllm_version=_version(version or facts.get("vllm_version")),
+        gpu=_gpu(facts),
+    )
 
 
 def _text(value: Any) -> str | None:
@@ -230,8 +248,14 @@ def _default(packs: tuple[str, ...], redact: bool, max_bytes: int | None) -> Tri
     return Triager(packs, redact=redact, max_bytes=max_bytes)
 
 
-def triage(source: Source | str | os.PathLike[str], name: str | None = None, *,
-           rules: Iterable[str] = (), redact: bool = True, max_bytes: int | None = None) -> Report:
+def triage(
+    source: Source | str | os.PathLike[str],
+    name: str | None = None,
+    *,
+    rules: Iterable[str] = (),
+    redact: bool = True,
+    max_bytes: int | None = None,
+) -> Report:
     """One log, for a script: bytes or a stream (`name` then names it), or a path.
 
     The Triager for these settings is built once per process and reused."""

@@ -95,7 +95,6 @@ def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
     return f"{kind}-{__version__}-{digest}{suffix}"
 
 
-
 def _machine() -> str:
     """`platform.machine()` without importing `platform` (~1 ms): on POSIX it is `uname`'s."""
     uname = getattr(os, "uname", None)

@@ -31,8 +31,14 @@ def may_hold_escape(text: str) -> bool:
         return True
     if "[" not in text:
         return False
-    return ("^[[" in text or "033[" in text or "x1b[" in text or "\\e[" in text
-            or "u001b[" in text or _ESCLESS.search(text) is not None)
+    return (
+        "^[[" in text
+        or "033[" in text
+        or "x1b[" in text
+        or "\\e[" in text
+        or "u001b[" in text
+        or _ESCLESS.search(text) is not None
+    )
 
 
 def strip_escapes(text: str) -> str:
@@ -46,7 +52,7 @@ class Stripped:
     original in O(log n).
     """
 
-    __slots__ = ("original", "text", "_starts", "_origins", "_escape")
+    __slots__ = ("_escape", "_origins", "_starts", "original", "text")
 
     def __init__(self, original: str, sep: str = "") -> None:
         self.original = original
@@ -57,14 +63,14 @@ class Stripped:
         at = size = 0
         for m in ANSI.finditer(original) if may_hold_escape(original) else ():
             if m.start() > at:
-                starts.append(size), origins.append(at), escape.append(0), kept.append(original[at:m.start()])
+                _piece(starts, origins, escape, kept, size, at, 0, original[at : m.start()])
                 size += m.start() - at
             if sep:
-                starts.append(size), origins.append(m.start()), escape.append(m.end() - m.start()), kept.append(sep)
+                _piece(starts, origins, escape, kept, size, m.start(), m.end() - m.start(), sep)
                 size += 1
             at = m.end()
         if at < len(original):
-            starts.append(size), origins.append(at), escape.append(0), kept.append(original[at:])
+            _piece(starts, origins, escape, kept, size, at, 0, original[at:])
         self.text = "".join(kept)
         self._starts, self._origins, self._escape = starts, origins, escape
 
@@ -108,7 +114,7 @@ def changed_spans(before: str, after: str, marker: str) -> list[tuple[int, int, 
     while j < len(after):
         hit = after.find(marker, j)
         stop = len(after) if hit < 0 else hit
-        if before[i:i + stop - j] != after[j:stop]:  # the text up to the next marker is kept as is
+        if before[i : i + stop - j] != after[j:stop]:  # the text up to the next marker is kept as is
             return None
         i, j = i + stop - j, stop
         if hit < 0:
@@ -117,11 +123,29 @@ def changed_spans(before: str, after: str, marker: str) -> list[tuple[int, int, 
         while after.startswith(marker, j):  # markers side by side stand for one run
             j += size
         nxt = after.find(marker, j)
-        kept = after[j:len(after) if nxt < 0 else nxt]
-        end = (len(before) - len(kept) if nxt < 0 else before.find(kept, i)) if kept else \
-            (len(before) if nxt < 0 else -1)
+        kept = after[j : len(after) if nxt < 0 else nxt]
+        end = (
+            (len(before) - len(kept) if nxt < 0 else before.find(kept, i)) if kept else (len(before) if nxt < 0 else -1)
+        )
         if end < i or (nxt < 0 and not before.endswith(kept)):
             return None
         spans.append((i, end, after[hit:j]))
         i = end
     return spans if i == len(before) else None
+
+
+def _piece(
+    starts: list[int],
+    origins: list[int],
+    escape: list[int],
+    kept: list[str],
+    size: int,
+    at: int,
+    length: int,
+    text: str,
+) -> None:
+    """One piece of the escape-free text: where it starts in each text, the escape it stands for, itself."""
+    starts.append(size)
+    origins.append(at)
+    escape.append(length)
+    kept.append(text)

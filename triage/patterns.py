@@ -15,7 +15,7 @@ from typing import Any
 class LazyPattern:
     """`re.compile(source, flags)`, done on the first call."""
 
-    __slots__ = ("source", "flags", "_compiled")
+    __slots__ = ("_compiled", "flags", "source")
 
     def __init__(self, source: str, flags: int = 0) -> None:
         self.source, self.flags = source, flags

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, BinaryIO
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
 from triage.ingest.chains import CutChains
+from triage.ingest.last_bytes import LastBytes
 from triage.ingest.lines import Line
 from triage.ingest.read import InputStats, iter_chunks
+from triage.ingest.repair import Repair
 from triage.ingest.reshape import Unfolded
 from triage.ingest.scan import iter_marked
-from triage.ingest.last_bytes import LastBytes
-from triage.ingest.repair import Repair
 from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
@@ -53,8 +53,13 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
     tail = LastBytes()
-    marked = iter_marked(tail.watch(iter_chunks(stream, stats, options.max_bytes)), stats, matcher(), MAX_JOINS,
-                         wrap_sample=options.wrap_sample)
+    marked = iter_marked(
+        tail.watch(iter_chunks(stream, stats, options.max_bytes)),
+        stats,
+        matcher(),
+        MAX_JOINS,
+        wrap_sample=options.wrap_sample,
+    )
     chains = CutChains(Unfolded(marked, matcher().classify))
     for line, events in line_events(chains, LineRedactor() if options.redact else None):
         texts[line.no] = (line.origin, evidence_text(line))
@@ -78,8 +83,10 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
     dropped = chains.dropped + getattr(marked, "skipped_links", 0)
     if dropped:
-        report.notes.append(f"{dropped} links of a chained traceback repeated earlier ones and were "
-                            "skipped (the first and the last are read)")
+        report.notes.append(
+            f"{dropped} links of a chained traceback repeated earlier ones and were "
+            "skipped (the first and the last are read)"
+        )
     return report
 
 
@@ -125,5 +132,3 @@ def run_path(path: str | Path, options: Options | None = None) -> Report:
     stream, name = open_source(str(path))
     with stream:
         return run(stream, name, options)
-
-

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # PEP 681: type checkers and editors read a record's fields a
 
     from typing_extensions import dataclass_transform
 else:
+
     def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
         return lambda cls: cls
 
@@ -64,8 +65,15 @@ class _RecordType(type):
     Class keywords, inherited by subclasses: `frozen` (default True; a mutable record keeps a
     `__dict__` and is unhashable, as a mutable dataclass is) and `kw_only` (default True)."""
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], *,
-                frozen: bool | None = None, kw_only: bool | None = None) -> _RecordType:
+    def __new__(
+        mcls,
+        name: str,
+        bases: tuple[type, ...],
+        ns: dict[str, Any],
+        *,
+        frozen: bool | None = None,
+        kw_only: bool | None = None,
+    ) -> _RecordType:
         fields: dict[str, tuple[Any, Any]] = {}
         for base in reversed(bases):
             fields.update(getattr(base, "_fields", {}))
@@ -75,7 +83,9 @@ class _RecordType(type):
                 continue
             default = ns.pop(field, MISSING)
             if getattr(type(default), "__hash__", None) is None:
-                raise ValueError(f"mutable default {type(default).__name__} for field {field}: use field(default_factory=...)")
+                raise ValueError(
+                    f"mutable default {type(default).__name__} for field {field}: use field(default_factory=...)"
+                )
             fields[field] = (annotation, default)
         frozen = _setting(bases, "_frozen", frozen)
         kw_only = _setting(bases, "_kw_only", kw_only)
@@ -148,7 +158,7 @@ def _generic_init(cls: Any, self: Any, args: tuple, kwargs: dict[str, Any]) -> b
     call does not fit the fields: the compiled one then raises Python's own TypeError."""
     fields = cls._fields
     if args:
-        if cls._kw_only or len(args) > len(fields) or any(n in kwargs for n in cls._names[:len(args)]):
+        if cls._kw_only or len(args) > len(fields) or any(n in kwargs for n in cls._names[: len(args)]):
             return False
         kwargs = {**dict(zip(cls._names, args, strict=False)), **kwargs}
     if any(k not in fields for k in kwargs):
@@ -192,7 +202,7 @@ def _compile_init(cls: Any) -> Any:
         body.append("    self.__post_init__()")
     star = "*, " if params and cls._kw_only else ""
     source = f"def __init__(self, {star}{', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
-    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)  # noqa: S102 - our own text
+    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), scope)
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
@@ -210,7 +220,8 @@ def _as_dataclass_fields(cls: Any) -> dict[str, Any]:
         elif default is not MISSING:
             ns[name] = default
     shadow: Any = dataclasses.dataclass(frozen=cls._frozen, kw_only=cls._kw_only, init=False, repr=False, eq=False)(
-        type(cls.__name__, (), ns))
+        type(cls.__name__, (), ns)
+    )
     return shadow.__dataclass_fields__
 
 

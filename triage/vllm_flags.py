@@ -180,7 +180,7 @@ def serve_flags() -> frozenset[str]:
 
 def _check_serve_flag(token: str, name: str) -> None:
     """A flag neither the plan nor `vllm serve` knows is a typo: refused, with the nearest real one."""
-    if name in serve_flags() or name.startswith("no-") and name[3:] in serve_flags():
+    if name in serve_flags() or (name.startswith("no-") and name[3:] in serve_flags()):
         return
     near = difflib.get_close_matches(name, sorted(serve_flags() | set(FLAGS)), n=1, cutoff=0.75)
     hint = f" (did you mean --{near[0]}?)" if near else ""

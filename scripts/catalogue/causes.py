@@ -51,11 +51,17 @@ CLASS_RULES: dict[str, str] = {
 _I = re.IGNORECASE
 # (cause, class regex or None, message regex): the first whose class and message match.
 WORDING: list[tuple[str, str | None, re.Pattern]] = [
-    ("dependency_missing", None, re.compile(
-        r"pip install|please install|is not installed|not installed|No module named|"
-        r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
-        r"CUDA_HOME|could not find .*(compiler|executable)|"
-        r"\b(nvcc|ffmpeg|numactl)\b.{0,40}(not found|not installed|not available|install)", _I)),
+    (
+        "dependency_missing",
+        None,
+        re.compile(
+            r"pip install|please install|is not installed|not installed|No module named|"
+            r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
+            r"CUDA_HOME|could not find .*(compiler|executable)|"
+            r"\b(nvcc|ffmpeg|numactl)\b.{0,40}(not found|not installed|not available|install)",
+            _I,
+        ),
+    ),
     ("dependency_missing", r"ImportError", re.compile(r".")),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     ("startup_timeout", None, re.compile(r"timed out|timeout|did not receive response|deadline", _I)),
@@ -64,59 +70,134 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ("cache_dir_not_writable", None, re.compile(r"permission denied|not writable|read-only file", _I)),
     ("shared_memory_exhausted", None, re.compile(r"/dev/shm", _I)),
     ("hf_auth_required", None, re.compile(r"gated repo|HF_TOKEN|access token|authenticat|\b40[13]\b|unauthori", _I)),
-    ("hub_unreachable", None, re.compile(
-        r"couldn't connect|could not connect|offline mode|HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE|"
-        r"outgoing traffic has been disabled|cannot find the requested files in the local cache|"
-        r"connection (error|refused|reset)", _I)),
-    ("model_not_found", None, re.compile(
-        r"repository not found|not a valid model identifier|invalid repository id|not a local folder|"
-        r"repo id must|does not appear to have a file named config|can't load the configuration|"
-        r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)", _I)),
-    ("kv_cache_insufficient", None, re.compile(
-        r"(kv[ _]cache|cache blocks|max seq len|num_gpu_blocks|mamba cache).*"
-        r"(larger than|greater than|exceeds?|insufficient|not enough|no available memory|is needed|too small)|"
-        r"no available memory for the cache blocks|increas\w+ `?gpu_memory_utilization`? or decreas", _I)),
-    ("gpu_memory_utilization_too_high", None, re.compile(
-        r"less than desired gpu memory utilization|free memory .*gpu[ _]memory[ _]utilization", _I)),
+    (
+        "hub_unreachable",
+        None,
+        re.compile(
+            r"couldn't connect|could not connect|offline mode|HF_HUB_OFFLINE|TRANSFORMERS_OFFLINE|"
+            r"outgoing traffic has been disabled|cannot find the requested files in the local cache|"
+            r"connection (error|refused|reset)",
+            _I,
+        ),
+    ),
+    (
+        "model_not_found",
+        None,
+        re.compile(
+            r"repository not found|not a valid model identifier|invalid repository id|not a local folder|"
+            r"repo id must|does not appear to have a file named config|can't load the configuration|"
+            r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)",
+            _I,
+        ),
+    ),
+    (
+        "kv_cache_insufficient",
+        None,
+        re.compile(
+            r"(kv[ _]cache|cache blocks|max seq len|num_gpu_blocks|mamba cache).*"
+            r"(larger than|greater than|exceeds?|insufficient|not enough|no available memory|is needed|too small)|"
+            r"no available memory for the cache blocks|increas\w+ `?gpu_memory_utilization`? or decreas",
+            _I,
+        ),
+    ),
+    (
+        "gpu_memory_utilization_too_high",
+        None,
+        re.compile(r"less than desired gpu memory utilization|free memory .*gpu[ _]memory[ _]utilization", _I),
+    ),
     ("weights_exceed_memory", None, re.compile(r"not enough gpu memory to load|model weights? .*exceed", _I)),
     ("gpu_out_of_memory", None, re.compile(r"out of memory|OutOfMemory", _I)),
     ("host_memory_exhausted", None, re.compile(r"swap space|cpu memory|host memory|can't allocate memory", _I)),
-    ("cuda_driver_mismatch", None, re.compile(
-        r"driver (version|on your system)|no kernel image|NVML|insufficient for cuda runtime|"
-        r"cuda (runtime|driver) version", _I)),
-    ("gpu_not_visible", None, re.compile(
-        r"no cuda gpus|failed to infer device type|no (gpus?|devices?|accelerators?) (are |is )?"
-        r"(found|available|detected)|cuda is not available|is_available\(\)", _I)),
-    ("dtype_unsupported", None, re.compile(
-        r"compute capability|bfloat16|\bbf16\b|capability|\bsm_?\d\d|hopper|ampere|blackwell|volta|turing|"
-        r"(dtype|data type|precision) .*not supported|does not support .*dtype|not supported on (this|the current|your) "
-        r"(gpu|device|hardware)", _I)),
-    ("unsupported_architecture", None, re.compile(
-        r"architectures?\b.*(not supported|unsupported|not recogni|failed to be inspected)|model type|"
-        r"not supported (in|by) vllm|is not supported for now|model class|"
-        r"(not supported|unsupported) .*architecture", _I)),
-    ("parallelism_mismatch", None, re.compile(
-        r"tensor[_ ]parallel|pipeline[_ ]parallel|data[_ ]parallel|expert[_ ]parallel|context[_ ]parallel|"
-        r"\btp[_ ]size|\bpp[_ ]size|\bdp[_ ]size|world[_ ]size|placement group|number of (gpus|devices)|"
-        r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|ray cluster|head node|"
-        r"\b(tp|pp|dp|ep)\b.*(divisible|must)|divisible by .*(parallel|size)", _I)),
-    ("nccl_failure", None, re.compile(
-        r"nccl|process ?group|rendezvous|barrier|init_process_group|\bp2p\b|peer[- ]to[- ]peer|all_?reduce|"
-        r"distributed (environment|backend)|torch\.distributed|gloo", _I)),
-    ("package_version_mismatch", None, re.compile(
-        r"please (upgrade|update)|version\s*(>=|>|of at least)|requires? [\w-]+\s*>=|\bor (later|newer)\b|"
-        r"is too old|incompatible version", _I)),
-    ("model_files_corrupt", None, re.compile(
-        r"safetensors|checkpoint|\bshards?\b|weights? files?|\.bin\b|load key|header|incomplete|corrupt|"
-        r"model weights|not initialized from|unexpected key|missing key|index file", _I)),
+    (
+        "cuda_driver_mismatch",
+        None,
+        re.compile(
+            r"driver (version|on your system)|no kernel image|NVML|insufficient for cuda runtime|"
+            r"cuda (runtime|driver) version",
+            _I,
+        ),
+    ),
+    (
+        "gpu_not_visible",
+        None,
+        re.compile(
+            r"no cuda gpus|failed to infer device type|no (gpus?|devices?|accelerators?) (are |is )?"
+            r"(found|available|detected)|cuda is not available|is_available\(\)",
+            _I,
+        ),
+    ),
+    (
+        "dtype_unsupported",
+        None,
+        re.compile(
+            r"compute capability|bfloat16|\bbf16\b|capability|\bsm_?\d\d|hopper|ampere|blackwell|volta|turing|"
+            r"(dtype|data type|precision) .*not supported|does not support .*dtype|not supported on (this|the current|your) "  # noqa: E501 - one regex alternation a line
+            r"(gpu|device|hardware)",
+            _I,
+        ),
+    ),
+    (
+        "unsupported_architecture",
+        None,
+        re.compile(
+            r"architectures?\b.*(not supported|unsupported|not recogni|failed to be inspected)|model type|"
+            r"not supported (in|by) vllm|is not supported for now|model class|"
+            r"(not supported|unsupported) .*architecture",
+            _I,
+        ),
+    ),
+    (
+        "parallelism_mismatch",
+        None,
+        re.compile(
+            r"tensor[_ ]parallel|pipeline[_ ]parallel|data[_ ]parallel|expert[_ ]parallel|context[_ ]parallel|"
+            r"\btp[_ ]size|\bpp[_ ]size|\bdp[_ ]size|world[_ ]size|placement group|number of (gpus|devices)|"
+            r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|ray cluster|head node|"
+            r"\b(tp|pp|dp|ep)\b.*(divisible|must)|divisible by .*(parallel|size)",
+            _I,
+        ),
+    ),
+    (
+        "nccl_failure",
+        None,
+        re.compile(
+            r"nccl|process ?group|rendezvous|barrier|init_process_group|\bp2p\b|peer[- ]to[- ]peer|all_?reduce|"
+            r"distributed (environment|backend)|torch\.distributed|gloo",
+            _I,
+        ),
+    ),
+    (
+        "package_version_mismatch",
+        None,
+        re.compile(
+            r"please (upgrade|update)|version\s*(>=|>|of at least)|requires? [\w-]+\s*>=|\bor (later|newer)\b|"
+            r"is too old|incompatible version",
+            _I,
+        ),
+    ),
+    (
+        "model_files_corrupt",
+        None,
+        re.compile(
+            r"safetensors|checkpoint|\bshards?\b|weights? files?|\.bin\b|load key|header|incomplete|corrupt|"
+            r"model weights|not initialized from|unexpected key|missing key|index file",
+            _I,
+        ),
+    ),
     # last: a message that names a flag, an environment variable or a choice to change
-    ("invalid_arguments", None, re.compile(
-        r"(?<![\w-])--[a-z][a-z0-9-]+|\bVLLM_[A-Z0-9_]+\b|please (set|pass|use|specify|disable|enable|remove)|"
-        r"(is|are) not (currently )?supported (with|when|for|in|by|together)|cannot be (used|combined|enabled|set)|"
-        r"mutually exclusive|(must|should) (only )?be (set|one of|a |an |positive|non-negative|greater|less|between|"
-        r"at least|at most|divisible|specified|provided|true|false|enabled|disabled)|"
-        r"unknown .*(method|backend|mode|type|format|option)|unsupported .*(method|backend|mode|type|format|option)|"
-        r"deprecated|no longer supported|has been removed|block.size", _I)),
+    (
+        "invalid_arguments",
+        None,
+        re.compile(
+            r"(?<![\w-])--[a-z][a-z0-9-]+|\bVLLM_[A-Z0-9_]+\b|please (set|pass|use|specify|disable|enable|remove)|"
+            r"(is|are) not (currently )?supported (with|when|for|in|by|together)|cannot be (used|combined|enabled|set)|"
+            r"mutually exclusive|(must|should) (only )?be (set|one of|a |an |positive|non-negative|greater|less|between|"  # noqa: E501 - one regex alternation a line
+            r"at least|at most|divisible|specified|provided|true|false|enabled|disabled)|"
+            r"unknown .*(method|backend|mode|type|format|option)|unsupported .*(method|backend|mode|type|format|option)|"  # noqa: E501 - one regex alternation a line
+            r"deprecated|no longer supported|has been removed|block.size",
+            _I,
+        ),
+    ),
 ]
 
 # (file regex, cause[, class regex]): where a template is raised, when its wording did not decide.
@@ -133,10 +214,17 @@ PLACES: list[tuple[str, ...]] = [
     # KV capacity errors are named by their wording; the rest of its ValueErrors refuse a flag combination
     (r"vllm/v1/core/kv_cache_utils\.py", "invalid_arguments", r"ValueError"),
     (r"vllm/multimodal/registry\.py", "invalid_arguments"),
-    (r"vllm/(attention|v1/attention)/.*", "invalid_arguments"),  # a backend that cannot serve this model: choose another
+    (
+        r"vllm/(attention|v1/attention)/.*",
+        "invalid_arguments",
+    ),  # a backend that cannot serve this model: choose another
     (r"vllm/platforms/.*", "dtype_unsupported"),
-    (r"vllm/distributed/(parallel_state|utils)\.py|vllm/distributed/device_communicators/(pynccl.*|custom_all_reduce.*|"
-     r"cuda_communicator|shm_broadcast)\.py", "nccl_failure", r"RuntimeError|ValueError|TimeoutError|AssertionError|logger\..*"),
+    (
+        r"vllm/distributed/(parallel_state|utils)\.py|vllm/distributed/device_communicators/(pynccl.*|custom_all_reduce.*|"
+        r"cuda_communicator|shm_broadcast)\.py",
+        "nccl_failure",
+        r"RuntimeError|ValueError|TimeoutError|AssertionError|logger\..*",
+    ),
     (r"vllm/ray/.*|vllm/v1/executor/ray.*|vllm/executor/ray.*", "parallelism_mismatch"),
     (r"vllm/v1/executor/vllm_net_devices\.py", "invalid_arguments"),  # VLLM_GPU_NIC_* settings
     (r"vllm/transformers_utils/.*|vllm/tokenizers/.*", "invalid_arguments"),
@@ -150,9 +238,17 @@ PLACES: list[tuple[str, ...]] = [
 
 # vLLM's own configuration checks are invalid_arguments (taxonomy v3 tie-break) unless their
 # wording names one of these causes (a head count against the TP size, a KV cache too small).
-CONFIG_PLACES = re.compile(r"vllm/config\.py|vllm/config/.*|vllm/engine/arg_utils\.py|vllm/entrypoints/.*|vllm/envs\.py")
-CONFIG_WORDING = {"dependency_missing", "parallelism_mismatch", "kv_cache_insufficient", "unsupported_architecture",
-                  "gpu_memory_utilization_too_high", "model_not_found"}
+CONFIG_PLACES = re.compile(
+    r"vllm/config\.py|vllm/config/.*|vllm/engine/arg_utils\.py|vllm/entrypoints/.*|vllm/envs\.py"
+)
+CONFIG_WORDING = {
+    "dependency_missing",
+    "parallelism_mismatch",
+    "kv_cache_insufficient",
+    "unsupported_architecture",
+    "gpu_memory_utilization_too_high",
+    "model_not_found",
+}
 
 
 def cause_of(file: str, cls: str, text: str) -> tuple[str, str]:

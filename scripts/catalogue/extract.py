@@ -27,19 +27,25 @@ OUT = HERE / "extraction.json"
 # whose errors end a start.  Request-time code (samplers, serving endpoints, schedulers'
 # step loop, the models' forward passes, kernels) is left out: its errors do not stop a
 # start, and each model file's own checks are reached only through the registry.
-_STARTUP_FUNCS = (r"^(__init__|load_model|.*profile_run|determine_available_memory|.*memory_pool.*|.*kv_cache.*|"
-                  r".*capture.*|_dummy.*|init.*|.*warm.*|may_reinit.*|compile_or_warm.*)$")
-_EXECUTOR_FUNCS = (r"^(__init__|_init_executor|get_class|determine.*|initialize.*|worker_main|make_worker.*|wait_for_ready|"
-                   r"_ensure_worker.*|monitor_workers|_init_workers.*|.*placement.*|_check_executor_parameters|"
-                   r"_init_worker|_create_worker|_get_worker.*|_run_workers)$")
+_STARTUP_FUNCS = (
+    r"^(__init__|load_model|.*profile_run|determine_available_memory|.*memory_pool.*|.*kv_cache.*|"
+    r".*capture.*|_dummy.*|init.*|.*warm.*|may_reinit.*|compile_or_warm.*)$"
+)
+_EXECUTOR_FUNCS = (
+    r"^(__init__|_init_executor|get_class|determine.*|initialize.*|worker_main|make_worker.*|wait_for_ready|"
+    r"_ensure_worker.*|monitor_workers|_init_workers.*|.*placement.*|_check_executor_parameters|"
+    r"_init_worker|_create_worker|_get_worker.*|_run_workers)$"
+)
 _BACKEND_FUNCS = r"^(__init__|validate.*|.*support.*|check.*|get_.*backend.*|get_kv_cache_shape)$"
 STARTUP_PATHS = {
     "vllm": [
-        r"vllm/config\.py", r"vllm/config/.*",  # every config class: validation (invalid_arguments)
+        r"vllm/config\.py",
+        r"vllm/config/.*",  # every config class: validation (invalid_arguments)
         r"vllm/engine/arg_utils\.py",  # flags -> configs
         r"vllm/engine/(llm_engine|async_llm_engine)\.py::"  # the V0 engines' construction
         r"^(__init__|from_.*|_get_executor_cls|_init.*|_initialize_kv_caches|.*startup.*|_verify_args)$",
-        r"vllm/entrypoints/openai/(api_server|cli_args)\.py", r"vllm/entrypoints/cli/.*",
+        r"vllm/entrypoints/openai/(api_server|cli_args)\.py",
+        r"vllm/entrypoints/cli/.*",
         r"vllm/entrypoints/(utils|llm|api_server)\.py",  # the server's and LLM(...)'s start
         r"vllm/entrypoints/chat_utils\.py::.*chat_template.*",  # the chat template loaded at start
         r"vllm/model_executor/model_loader/.*",  # weights: files, formats, loaders
@@ -47,7 +53,8 @@ STARTUP_PATHS = {
         r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
         r"vllm/model_inspection\.py",
         # V0 (before 0.11): the same cut as V1's below, through the same function names
-        r"vllm/worker/.*::" + _STARTUP_FUNCS, r"vllm/executor/.*::" + _EXECUTOR_FUNCS,
+        r"vllm/worker/.*::" + _STARTUP_FUNCS,
+        r"vllm/executor/.*::" + _EXECUTOR_FUNCS,
         # V1: only what runs before ready (construction, loading, profiling, KV cache, graph
         # capture, the engine-core handshake); request handling, sleep/wake, elastic scaling
         # and weight updates are left out.
@@ -65,7 +72,8 @@ STARTUP_PATHS = {
         r"cuda_wrapper|cpu_communicator|all2all|xpu_communicator)\.py::^(__init__|init.*|_init.*|create.*)$",
         r"vllm/ray/.*",  # Ray placement groups
         r"vllm/platforms/.*",  # device detection, capabilities, backend choice
-        r"vllm/attention/selector\.py", r"vllm/v1/attention/selector\.py",
+        r"vllm/attention/selector\.py",
+        r"vllm/v1/attention/selector\.py",
         # backends: their construction and support checks, not their forward passes
         r"vllm/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
         r"vllm/v1/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
@@ -78,20 +86,25 @@ STARTUP_PATHS = {
         r"vllm/transformers_utils/(config|tokenizer|tokenizer_base|utils|repo_utils)\.py",
         r"vllm/transformers_utils/configs/__init__\.py",
         r"vllm/tokenizers/[^/]*\.py",
-        r"vllm/plugins/__init__\.py", r"vllm/envs\.py",
+        r"vllm/plugins/__init__\.py",
+        r"vllm/envs\.py",
     ],
     "huggingface_hub": [
-        r"huggingface_hub/errors\.py", r"huggingface_hub/utils/_(http|validators|auth|cache_manager)\.py",
+        r"huggingface_hub/errors\.py",
+        r"huggingface_hub/utils/_(http|validators|auth|cache_manager)\.py",
         r"huggingface_hub/(file_download|_snapshot_download|_local_folder|constants)\.py",
     ],
     "transformers": [
-        r"transformers/configuration_utils\.py", r"transformers/dynamic_module_utils\.py",
+        r"transformers/configuration_utils\.py",
+        r"transformers/dynamic_module_utils\.py",
         r"transformers/models/auto/(configuration_auto|tokenization_auto|auto_factory|processing_auto)\.py",
-        r"transformers/utils/(hub|import_utils)\.py", r"transformers/tokenization_utils_base\.py",
+        r"transformers/utils/(hub|import_utils)\.py",
+        r"transformers/tokenization_utils_base\.py",
     ],
     "safetensors": [r"safetensors/.*"],
     "torch": [
-        r"torch/cuda/(__init__|memory|_utils)\.py", r"torch/utils/cpp_extension\.py",
+        r"torch/cuda/(__init__|memory|_utils)\.py",
+        r"torch/utils/cpp_extension\.py",
         r"torch/distributed/(distributed_c10d|rendezvous)\.py",
     ],
 }
@@ -100,7 +113,7 @@ LOG_METHODS = {"error", "exception", "critical", "fatal"}
 SKIP_CLASSES = {"StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit", "StopAsyncIteration"}
 
 
-def selected(package: str, rel: str) -> re.Pattern | None | bool:
+def selected(package: str, rel: str) -> re.Pattern | bool | None:
     """True (all of the file), a function-name pattern (``::!`` a pattern of the functions left
     out: given as a negative lookahead), or False."""
     for spec in STARTUP_PATHS[package]:
@@ -162,8 +175,12 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if (isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and node.args
-                and "log" in _name(func.value).lower()):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in LOG_METHODS
+            and node.args
+            and "log" in _name(func.value).lower()
+        ):
             first = template_of(node.args[0], self._local(node.lineno))
             if first is not None and len(node.args) > 1 and len(first) == 1 and isinstance(first[0], str):
                 first = percent_template(first[0], [ast.unparse(a)[:80] for a in node.args[1:]])
@@ -221,8 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     records = extract(args.cache)
-    doc = {"schema_version": 1, "releases": {"vllm": VLLM_RELEASES, **{k: [v] for k, v in LAYERS.items()}},
-           "startup_paths": STARTUP_PATHS, "templates": records}
+    doc = {
+        "schema_version": 1,
+        "releases": {"vllm": VLLM_RELEASES, **{k: [v] for k, v in LAYERS.items()}},
+        "startup_paths": STARTUP_PATHS,
+        "templates": records,
+    }
     args.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")
     print(f"{len(records)} templates -> {args.out}")
     return 0

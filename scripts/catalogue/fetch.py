@@ -18,11 +18,36 @@ import zipfile
 from pathlib import Path
 
 # One release per minor (the last patch of each), 0.6 .. 0.33: what users run.
-VLLM_RELEASES = (
-    "0.6.6.post1 0.7.3 0.8.5.post1 0.9.2 0.10.2 0.11.2 0.12.0 0.13.0 0.14.1 0.15.1 "
-    "0.16.0 0.17.1 0.18.1 0.19.1 0.20.2 0.21.0 0.22.1 0.23.0 0.24.0 0.25.1 0.26.0 "
-    "0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0"
-).split()
+VLLM_RELEASES = [
+    "0.6.6.post1",
+    "0.7.3",
+    "0.8.5.post1",
+    "0.9.2",
+    "0.10.2",
+    "0.11.2",
+    "0.12.0",
+    "0.13.0",
+    "0.14.1",
+    "0.15.1",
+    "0.16.0",
+    "0.17.1",
+    "0.18.1",
+    "0.19.1",
+    "0.20.2",
+    "0.21.0",
+    "0.22.1",
+    "0.23.0",
+    "0.24.0",
+    "0.25.1",
+    "0.26.0",
+    "0.27.1",
+    "0.28.0",
+    "0.29.0",
+    "0.30.0",
+    "0.31.0",
+    "0.32.0",
+    "0.33.0",
+]
 
 # The layers under vLLM that fail at start-up: one recent release of each.
 LAYERS = {
@@ -33,9 +58,13 @@ LAYERS = {
 }
 
 # Top-level directories kept from each wheel.
-TOP_DIRS = {"vllm": "vllm/", "huggingface_hub": "huggingface_hub/",
-            "transformers": "transformers/", "safetensors": "safetensors/",
-            "torch": "torch/"}
+TOP_DIRS = {
+    "vllm": "vllm/",
+    "huggingface_hub": "huggingface_hub/",
+    "transformers": "transformers/",
+    "safetensors": "safetensors/",
+    "torch": "torch/",
+}
 
 
 def fetch(package: str, version: str, cache: Path) -> Path:
@@ -44,8 +73,18 @@ def fetch(package: str, version: str, cache: Path) -> Path:
     if (dest / ".done").exists():
         return dest
     with tempfile.TemporaryDirectory(prefix="catwheel-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", f"{package}=={version}",
-               "--no-deps", "--only-binary=:all:", "-q", "-d", tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"{package}=={version}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-q",
+            "-d",
+            tmp,
+        ]
         subprocess.run(cmd, check=True)
         wheels = sorted(Path(tmp).glob("*.whl"))
         if not wheels:
@@ -66,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--only", nargs="*", help="PKG==VERSION items instead of the default set")
     args = ap.parse_args(argv)
-    items = [tuple(s.split("==")) for s in args.only] if args.only else (
-        [("vllm", v) for v in VLLM_RELEASES] + list(LAYERS.items()))
+    items = (
+        [tuple(s.split("==")) for s in args.only]
+        if args.only
+        else ([("vllm", v) for v in VLLM_RELEASES] + list(LAYERS.items()))
+    )
     for package, version in items:
         print(f"{package} {version}: {fetch(package, version, args.cache)}", flush=True)
     return 0

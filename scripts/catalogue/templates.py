@@ -39,8 +39,13 @@ def template_of(node: ast.AST | None, local: dict[str, ast.AST] | None = None, d
             return None
         args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
         return percent_template(fmt[0], [_src(a) for a in args])
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
-            and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
         return _format_template(node.func.value.value, node)
     if isinstance(node, ast.Name) and node.id in local:
         return template_of(local[node.id], {}, depth + 1)
@@ -53,7 +58,7 @@ def percent_template(fmt: str, args: list[str]) -> list[Part]:
     pos = 0
     argi = 0
     for m in _PERCENT.finditer(fmt):
-        parts.append(fmt[pos:m.start()])
+        parts.append(fmt[pos : m.start()])
         if m.group(2) == "%":
             parts.append("%")
         else:

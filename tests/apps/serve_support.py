@@ -23,13 +23,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
+from conftest import FIXTURES
 
 from triage.apps.serve.app import create_app
-from triage.apps.serve.serve_cli import bind, uvicorn_config
 from triage.apps.serve.limits import ServerConfig
+from triage.apps.serve.serve_cli import bind, uvicorn_config
 from triage.apps.serve.workers import WorkerPool
-
-from conftest import FIXTURES
 
 TOKEN = "test-token-0123456789"
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -100,8 +99,9 @@ class Answer:
         return json.loads(self.body)
 
 
-def call(port: int, method: str, path: str, body=None, headers: dict[str, str] | None = None,
-         chunked: bool = False) -> Answer:
+def call(
+    port: int, method: str, path: str, body=None, headers: dict[str, str] | None = None, chunked: bool = False
+) -> Answer:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         conn.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
@@ -161,8 +161,9 @@ def slash(text: str) -> bytes:
 
 
 def slack_call(port: int, body: bytes, headers: dict[str, str]) -> Answer:
-    return call(port, "POST", "/v1/slack/command", body, {"Content-Type": "application/x-www-form-urlencoded",
-                                                           **headers})
+    return call(
+        port, "POST", "/v1/slack/command", body, {"Content-Type": "application/x-www-form-urlencoded", **headers}
+    )
 
 
 def expected_ids(data: bytes) -> list[str]:
@@ -205,8 +206,10 @@ def analysing(port: int) -> bool:
 
 def with_fd_limit(soft: int, argv: list[str]) -> list[str]:
     """argv run under `ulimit -n soft` (set in the child before exec: no preexec_fn in a threaded parent)."""
-    code = ("import os, resource, sys; r = resource.RLIMIT_NOFILE; "
-            f"resource.setrlimit(r, ({soft}, resource.getrlimit(r)[1])); os.execv(sys.executable, sys.argv[1:])")
+    code = (
+        "import os, resource, sys; r = resource.RLIMIT_NOFILE; "
+        f"resource.setrlimit(r, ({soft}, resource.getrlimit(r)[1])); os.execv(sys.executable, sys.argv[1:])"
+    )
     return [sys.executable, "-c", code, sys.executable, *argv]
 
 

@@ -8,6 +8,7 @@ import json
 import shutil
 
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, ROOT
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
@@ -52,7 +51,7 @@ def fill(value: str, inputs: dict[str, str]) -> str:
         if name == "github.action_path":
             return str(ROOT)
         assert name.startswith("inputs."), f"unexpected expression {name}"
-        return inputs[name[len("inputs."):]]
+        return inputs[name[len("inputs.") :]]
 
     return EXPRESSION.sub(one, str(value))
 
@@ -67,21 +66,32 @@ def run_action(workspace: Path, **given: str) -> list[subprocess.CompletedProces
     fake.mkdir()
     (fake / "python3").write_text(FAKE_PYTHON.replace("TOOL", str(TOOL)))
     (fake / "python3").chmod(0o755)
-    files = {name: workspace / f"_{name.lower()}" for name in ("GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                                                                 "GITHUB_ENV")}
+    files = {
+        name: workspace / f"_{name.lower()}"
+        for name in ("GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV")
+    }
     for f in files.values():
         f.touch()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "VLLM_TRIAGE_"))}
-    base |= {k: str(v) for k, v in files.items()} | {"RUNNER_TEMP": str(temp), "GITHUB_ACTIONS": "true",
-                                                       "GITHUB_WORKSPACE": str(workspace)}
+    base |= {k: str(v) for k, v in files.items()} | {
+        "RUNNER_TEMP": str(temp),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(workspace),
+    }
     path = [str(fake), "/usr/bin", "/bin"]
     results = []
     for step in spec["runs"]["steps"]:
         assert "${{" not in step["run"], "expressions belong in env:, never in a script"
         env = base | {k: fill(v, inputs) for k, v in step.get("env", {}).items()}
         env["PATH"] = os.pathsep.join(path)
-        result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                                cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         results.append(result)
         path = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p][::-1] + path
         if result.returncode != 0:
@@ -174,10 +184,19 @@ def test_the_gitlab_template_runs(workspace, fail, expect):
     assert job["artifacts"]["reports"]["junit"] == "vllm-triage.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_TRIAGE_")}
     env |= {k: str(v) for k, v in job["variables"].items()}
-    env |= {"VLLM_TRIAGE_LOG": "logs/*/vllm.log", "VLLM_TRIAGE_FAIL_ON_FAILURE": fail,
-            "PATH": os.pathsep.join([str(TOOL.parent), "/usr/bin", "/bin"])}
-    result = subprocess.run(["bash", "-e", "-c", "\n".join(job["script"])], cwd=workspace, env=env,
-                            capture_output=True, text=True, timeout=120)
+    env |= {
+        "VLLM_TRIAGE_LOG": "logs/*/vllm.log",
+        "VLLM_TRIAGE_FAIL_ON_FAILURE": fail,
+        "PATH": os.pathsep.join([str(TOOL.parent), "/usr/bin", "/bin"]),
+    }
+    result = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(job["script"])],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == expect, result.stderr
     assert "kv_cache_insufficient (confidence 0.95)" in result.stdout
     assert ET.parse(workspace / "vllm-triage.xml").getroot().get("failures") == "2"
@@ -196,8 +215,11 @@ def _archive(tmp_path: Path, ref: str) -> str:
     folder.mkdir(parents=True)
     with tarfile.open(folder / f"vllm-triage-{ref}.tar.gz", "w:gz") as tar:
         for name in ("pyproject.toml", "README.md", "triage", "rules"):
-            tar.add(ROOT / name, arcname=f"vllm-triage-{ref}/{name}",
-                    filter=lambda info: None if "__pycache__" in info.name else info)
+            tar.add(
+                ROOT / name,
+                arcname=f"vllm-triage-{ref}/{name}",
+                filter=lambda info: None if "__pycache__" in info.name else info,
+            )
     return repo.as_uri()
 
 
@@ -217,12 +239,24 @@ def test_the_gitlab_template_installs_without_git(tmp_path, workspace):
     assert shutil.which("git", path=path) is None
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_TRIAGE_", "PYTHON", "VIRTUAL_ENV"))}
     env |= {"PATH": path, "VLLM_TRIAGE_PACKAGE": package}
-    install = subprocess.run(["bash", "-e", "-c", "\n".join(job["before_script"])], cwd=workspace, env=env,
-                             capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(job["before_script"])],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stderr[-2000:]
     env |= {"VLLM_TRIAGE_LOG": "logs/*/vllm.log", "VLLM_TRIAGE_FAIL_ON_FAILURE": "true"}
-    result = subprocess.run(["bash", "-e", "-c", "\n".join(job["script"])], cwd=workspace, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(job["script"])],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     assert "kv_cache_insufficient" in result.stdout
 

@@ -69,7 +69,9 @@ def test_unknown_option_is_usage_error():
 
 def test_bad_rule_pack_lists_every_problem(tmp_path):
     pack = tmp_path / "bad.yaml"
-    pack.write_text("schema: 1\nrules:\n  - id: a-b\n    cause: nope\n    title: t\n  - id: c-d\n    cause: nope\n    title: t\n")
+    pack.write_text(
+        "schema: 1\nrules:\n  - id: a-b\n    cause: nope\n    title: t\n  - id: c-d\n    cause: nope\n    title: t\n"
+    )
     code, _, err = run([str(FAILED), "--rules", str(pack)])
     assert code == 2
     assert "'a-b'" in err and "'c-d'" in err
@@ -107,10 +109,15 @@ def test_the_entry_point_ends_at_once_with_all_its_output_and_its_code(tmp_path)
 
     logs = [str(FAILED)] * 40 + [str(HEALTHY)]  # JSON Lines well past a pipe's buffer
     out_file = tmp_path / "r.md"
-    p = subprocess.run([sys.executable, "-m", "triage", *logs, "-f", "json", "-f", "markdown", "-o", str(out_file)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "triage", *logs, "-f", "json", "-f", "markdown", "-o", str(out_file)],
+        capture_output=True,
+        text=True,
+    )
     code, out, err = run([*logs, "-f", "json", "-f", "markdown", "-o", str(tmp_path / "in-process.md")])
     assert (p.returncode, p.stdout, p.stderr) == (code, out, err) == (1, out, "")
     assert out_file.read_text() == (tmp_path / "in-process.md").read_text()
-    bad = subprocess.run([sys.executable, "-m", "triage", str(tmp_path / "missing.log")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "triage", str(tmp_path / "missing.log")], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("vllm-triage: ") and bad.stdout == ""

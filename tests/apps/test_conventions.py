@@ -11,8 +11,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import FIXTURES, run_cli
+
 from triage.apps.cli import SUBCOMMANDS
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
@@ -68,8 +68,15 @@ def test_two_dash_outputs_are_two_stdout_reports():
     assert code == 2 and "more than one --format writes to stdout" in err
 
 
-@pytest.mark.parametrize("env,expect", [({"FORCE_COLOR": "1"}, True), ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, False),
-                                        ({}, False), ({"FORCE_COLOR": "0"}, False)])
+@pytest.mark.parametrize(
+    "env,expect",
+    [
+        ({"FORCE_COLOR": "1"}, True),
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, False),
+        ({}, False),
+        ({"FORCE_COLOR": "0"}, False),
+    ],
+)
 def test_force_color_and_no_color(monkeypatch, env, expect):
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)

@@ -12,9 +12,11 @@ from triage.apps.cli import main
 from triage.apps.live.exit_signal import signal_of, with_exit_signal
 from triage.model.report import Diagnosis, InputInfo, Report
 
-STARTED = ("print('INFO 06-02 05:17:00 [api_server.py:1896] vLLM API server version 0.10.2', flush=True); "
-           "print(\"INFO 06-02 05:17:01 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: "
-           "model='m'\", flush=True); ")
+STARTED = (
+    "print('INFO 06-02 05:17:00 [api_server.py:1896] vLLM API server version 0.10.2', flush=True); "
+    'print("INFO 06-02 05:17:01 [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: '
+    "model='m'\", flush=True); "
+)
 
 
 def incomplete() -> Report:
@@ -41,8 +43,12 @@ def test_sigbus_is_a_full_dev_shm_and_other_signals_are_named():
 
 
 def test_a_found_cause_stays_first_and_the_signal_becomes_a_note():
-    found = incomplete().model_copy(update={"outcome": "failed", "diagnoses": [
-        Diagnosis(id="kv_cache_insufficient", title="t", confidence=0.9, explanation="e")]})
+    found = incomplete().model_copy(
+        update={
+            "outcome": "failed",
+            "diagnoses": [Diagnosis(id="kv_cache_insufficient", title="t", confidence=0.9, explanation="e")],
+        }
+    )
     report = with_exit_signal(found, -9)
     assert [d.id for d in report.diagnoses] == ["kv_cache_insufficient"] and "SIGKILL" in report.notes[-1]
 
@@ -62,8 +68,11 @@ def test_plain_exit_codes_are_not_signals():
 def test_run_reports_a_child_killed_with_sigkill(tmp_path):
     target = tmp_path / "r.json"
     child = STARTED + "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
-    code = main(["run", "-f", "json", "-o", str(target), "--", sys.executable, "-c", child],
-                stdout=io.StringIO(), stderr=io.StringIO())
+    code = main(
+        ["run", "-f", "json", "-o", str(target), "--", sys.executable, "-c", child],
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     assert code == 137
     report = json.loads(target.read_text())
     assert report["outcome"] == "failed" and report["diagnoses"][0]["id"] == "host_memory_exhausted"

@@ -63,12 +63,17 @@ def test_an_install_without_fixtures_cites_no_example(monkeypatch, tmp_path):
 
 
 def test_a_command_is_never_wrapped_inside():
-    from triage.pipeline import load_rules
     from triage.apps.explain import _figures
+    from triage.pipeline import load_rules
 
     out = run(["kv_cache_insufficient"])[1]
-    commands = {" ".join([*(f"{k} {_figures(v.source)}".rstrip() for k, v in r.flags.items())])
-                for rule in load_rules() if rule.cause == "kv_cache_insufficient" for r in rule.remedies if r.flags}
+    commands = {
+        " ".join([*(f"{k} {_figures(v.source)}".rstrip() for k, v in r.flags.items())])
+        for rule in load_rules()
+        if rule.cause == "kv_cache_insufficient"
+        for r in rule.remedies
+        if r.flags
+    }
     lines = [line.strip().removeprefix("- ") for line in out.splitlines()]
     for cmd in commands:
         assert cmd in lines, cmd  # whole, on one line

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from conftest import FIXTURES, ROOT
+
 from triage.apps.cli import main
 
 FAILING = FIXTURES / "kv_cache_insufficient" / "v0-0.6.6-llama8b-a10g-max-seq-len-exceeds-kv.log"
@@ -40,8 +41,12 @@ def _gone(pid: int) -> bool:
 
 
 def _wrapper(*child_args: str) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-m", "triage", "run", "--", PY, "-c", *child_args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [PY, "-m", "triage", "run", "--", PY, "-c", *child_args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 # ----------------------------------------------------------------------------- run --
@@ -84,10 +89,12 @@ def test_run_passes_bytes_through_unchanged_and_reports_while_child_runs(tmp_pat
     once the fatal burst is over, before the child is done: the child waits for a file that
     the test writes only once it has read the report (an event, not a clock), then exits 0."""
     go = tmp_path / "go"
-    script = ("import os, sys, time; o = sys.stdout.buffer; o.write(b'Loading: 50%\\rLoading: 100%\\n\\xff\\xfe odd\\n');"
-              "o.write(open(sys.argv[1], 'rb').read()); o.flush(); t = time.monotonic()\n"
-              "while not os.path.exists(sys.argv[2]) and time.monotonic() - t < 120: time.sleep(0.05)\n"
-              "o.write(b'bye\\n' if os.path.exists(sys.argv[2]) else b'never told\\n')")
+    script = (
+        "import os, sys, time; o = sys.stdout.buffer; o.write(b'Loading: 50%\\rLoading: 100%\\n\\xff\\xfe odd\\n');"
+        "o.write(open(sys.argv[1], 'rb').read()); o.flush(); t = time.monotonic()\n"
+        "while not os.path.exists(sys.argv[2]) and time.monotonic() - t < 120: time.sleep(0.05)\n"
+        "o.write(b'bye\\n' if os.path.exists(sys.argv[2]) else b'never told\\n')"
+    )
     proc = _wrapper(script, str(FAILING), str(go))
     err_line = proc.stderr.readline()  # the report's first line, while the child still waits
     go.write_text("reported")
@@ -163,7 +170,7 @@ def _writer(path: Path, data: bytes, delay: float = 0.3, pieces: int = 8) -> thr
         step = len(data) // pieces + 1
         with open(path, "ab") as fh:
             for i in range(0, len(data), step):
-                fh.write(data[i:i + step])
+                fh.write(data[i : i + step])
                 fh.flush()
                 time.sleep(0.02)
 
@@ -298,8 +305,25 @@ def test_run_takes_the_main_commands_report_flags(tmp_path):
     """-q, --width, --color, --exit-zero, --rules, --no-redact: what `vllm-triage LOG` takes."""
     pack = tmp_path / "empty.yaml"
     pack.write_text("schema: 1\nrules: []\n")
-    code, out, err = _run(["run", "-q", "--width", "60", "--color", "never", "--exit-zero", "--rules", str(pack),
-                           "--", PY, "-c", CAT, str(FAILING), "3"])
+    code, out, err = _run(
+        [
+            "run",
+            "-q",
+            "--width",
+            "60",
+            "--color",
+            "never",
+            "--exit-zero",
+            "--rules",
+            str(pack),
+            "--",
+            PY,
+            "-c",
+            CAT,
+            str(FAILING),
+            "3",
+        ]
+    )
     assert code == 0 and out == FAILING.read_text(encoding="utf-8")
     assert err.count("\n") == 1 and "kv_cache_insufficient" in err
     code, _, err = _run(["run", "--no-redact", "-q", "--", PY, "-c", CAT, str(FAILING), "1"])

@@ -14,8 +14,8 @@ import subprocess
 from importlib import resources
 
 import pytest
-
 from conftest import FIXTURES, run_cli
+
 from triage.model.report import Report
 from triage.render.common import best_remedy, command_line
 
@@ -35,18 +35,23 @@ const out = reports.map((r) => ({
 }));
 process.stdout.write(JSON.stringify(out));
 """
-LOGS = [FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",
-        FIXTURES / "kv_cache_insufficient" / "v1-0.10.2-llava7b-16g-relaunch-util095-recovered.log",
-        FIXTURES / "cuda_driver_mismatch" / "v092-rtx5090-torch27-cu126-no-kernel-image.log",
-        *sorted(FIXTURES.glob("foreign_gpu_processes/*.log"))[:2], *sorted(FIXTURES.glob("healthy/*.log"))[:1],
-        *sorted(FIXTURES.glob("weights_exceed_memory/*.log"))[:2], *sorted(FIXTURES.glob("unknown_failure/*.log"))[:1]]
+LOGS = [
+    FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",
+    FIXTURES / "kv_cache_insufficient" / "v1-0.10.2-llava7b-16g-relaunch-util095-recovered.log",
+    FIXTURES / "cuda_driver_mismatch" / "v092-rtx5090-torch27-cu126-no-kernel-image.log",
+    *sorted(FIXTURES.glob("foreign_gpu_processes/*.log"))[:2],
+    *sorted(FIXTURES.glob("healthy/*.log"))[:1],
+    *sorted(FIXTURES.glob("weights_exceed_memory/*.log"))[:2],
+    *sorted(FIXTURES.glob("unknown_failure/*.log"))[:1],
+]
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="no `node` on PATH: the page's view functions are run in Node")
 
 
 def _view(reports: list[dict]) -> list[dict]:
-    done = subprocess.run([NODE, "-e", SCRIPT, str(VIEW)], input=json.dumps(reports), capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [NODE, "-e", SCRIPT, str(VIEW)], input=json.dumps(reports), capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -57,7 +62,7 @@ def reports() -> list[dict]:
 
 
 def test_slack_text_has_nothing_to_unescape(reports):
-    for report, view in zip(reports, _view(reports)):
+    for report, view in zip(reports, _view(reports), strict=False):
         assert "\\\\" not in view["slack"], view["slack"][:300]
         assert view["slack"].startswith(f"*vllm-triage: {report['outcome']}*")
         for d in report["diagnoses"]:
@@ -72,14 +77,14 @@ def test_a_facts_row_is_two_cells_whatever_a_value_holds(reports):
 
 
 def test_the_page_offers_the_fix_the_cli_offers(reports):
-    for report, view in zip(reports, _view(reports)):
+    for report, view in zip(reports, _view(reports), strict=False):
         model = Report.model_validate(report)
         expected = [command_line(b) if (b := best_remedy(d)) else None for d in model.diagnoses]
         assert view["best"] == expected, report["input"]["name"]
 
 
 def test_the_headline_names_the_log_and_the_outcome(reports):
-    for report, view in zip(reports, _view(reports)):
+    for report, view in zip(reports, _view(reports), strict=False):
         assert view["headline"].startswith(report["input"]["name"])
         assert report["outcome"] in view["headline"]
 
@@ -137,8 +142,13 @@ for (const file of process.argv.slice(-2)) vm.runInContext(fs.readFileSync(file,
 def test_the_page_renders_the_json_report_in_a_stand_in_dom(reports):
     report = dict(reports[0], facts={**reports[0]["facts"], "model": "org/a|b"})
     markdown = run_cli([str(LOGS[0]), "-f", "markdown"])[1]
-    done = subprocess.run([NODE, "-e", DOM_SCRIPT, str(VIEW), str(PAGE)], input=json.dumps([report, markdown]),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [NODE, "-e", DOM_SCRIPT, str(VIEW), str(PAGE)],
+        input=json.dumps([report, markdown]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["asked"] == ["/v1/triage?format=json", "/v1/triage?format=markdown"]

@@ -14,8 +14,8 @@ import os
 import stat
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 
 LOG = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
@@ -40,10 +40,13 @@ def _one_line_error(code: int, err: str, *words: str) -> None:
     assert all(w in err for w in words), err
 
 
-@pytest.mark.parametrize("argv", [
-    ["{log}", "-f", "markdown", "-o", "{target}"],
-    ["batch", "{log}", "--jobs", "1", "--jsonl", "{target}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["{log}", "-f", "markdown", "-o", "{target}"],
+        ["batch", "{log}", "--jobs", "1", "--jsonl", "{target}"],
+    ],
+)
 def test_a_link_planted_at_the_output_is_not_followed(folder, argv):
     log = str(folder / "out" / "run.log")
     target = folder / "out" / "report"
@@ -59,11 +62,14 @@ def test_a_link_planted_at_the_output_is_not_followed(folder, argv):
     assert sorted(p.name for p in (folder / "out").iterdir()) == ["dangling", "report", "run.log"]  # no temp left
 
 
-@pytest.mark.parametrize("argv", [
-    ["{log}", "-o", "{target}"],
-    ["{log}", "-f", "json", "-o", "{target}"],
-    ["batch", "{log}", "--jobs", "1", "--jsonl", "{target}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["{log}", "-o", "{target}"],
+        ["{log}", "-f", "json", "-o", "{target}"],
+        ["batch", "{log}", "--jobs", "1", "--jsonl", "{target}"],
+    ],
+)
 def test_an_input_log_is_never_replaced_by_its_report(folder, argv):
     log = folder / "out" / "run.log"
     os.link(log, folder / "out" / "hard.log")

@@ -21,33 +21,58 @@ import time
 import pytest
 
 for _mod in ("fastapi", "uvicorn", "python_multipart"):
-    pytest.importorskip(_mod, reason=f"the server tests need the [server] extra ({_mod} is not installed): "
-                                     "pip install -e '.[test,server]'")
+    pytest.importorskip(
+        _mod,
+        reason=f"the server tests need the [server] extra ({_mod} is not installed): pip install -e '.[test,server]'",
+    )
+
+from conftest import ROOT  # noqa: E402
+from serve_support import (  # noqa: E402
+    APPS,
+    HANG,
+    LOG,
+    SLACK_SECRET,
+    TOKEN,
+    alive,
+    analysing,
+    call,
+    children,
+    expected_ids,
+    idle,
+    multipart,
+    post,
+    raw,
+    read_status,
+    running,
+    signed,
+    slack_call,
+    slash,
+    wait_for,
+)
 
 from triage import __version__  # noqa: E402
 from triage.apps.serve.serve_cli import EXTRA_MISSING  # noqa: E402
 from triage.apps.serve.slack_command import slack_unescape, verify_slack  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
-from serve_support import (  # noqa: E402
-    APPS, HANG, LOG, analysing, idle, SLACK_SECRET, TOKEN, alive, call, children, expected_ids, multipart, post, raw,
-    read_status, running, signed, slack_call, slash, wait_for,
-)
-
 HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"  # 34 letters
 SK = "sk-" + "proj1234567890abcdefghijklmn"
 BEARER = "eyJhbGciOiJIUzI1NiJ9.payload0123456789.sig"
 SECRETS = (HF, SK, BEARER, "hunter2hunter2")
-SECRET_LOG = "\n".join([
-    "INFO 07-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.",
-    "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
-    f"INFO 07-01 10:00:00 [cli_args.py:297] non-default args: {{'api_key': '{SK}', 'hf_token': '{HF}'}}",
-    f"DEBUG 07-01 10:00:01 [http.py:9] headers: Authorization: Bearer {BEARER}",
-    "Traceback (most recent call last):",
-    '  File "/app/serve.py", line 3, in <module>',
-    f"RuntimeError: login failed for token {HF} with api_key='{SK}' password=hunter2hunter2 "
-    f"Authorization: Bearer {BEARER}",
-]).encode() + b"\n"
+SECRET_LOG = (
+    "\n".join(
+        [
+            "INFO 07-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.",
+            "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
+            f"INFO 07-01 10:00:00 [cli_args.py:297] non-default args: {{'api_key': '{SK}', 'hf_token': '{HF}'}}",
+            f"DEBUG 07-01 10:00:01 [http.py:9] headers: Authorization: Bearer {BEARER}",
+            "Traceback (most recent call last):",
+            '  File "/app/serve.py", line 3, in <module>',
+            f"RuntimeError: login failed for token {HF} with api_key='{SK}' password=hunter2hunter2 "
+            f"Authorization: Bearer {BEARER}",
+        ]
+    ).encode()
+    + b"\n"
+)
 BINARY = b"\x7fELF\x02\x01\x01" + b"\x00" * 4000
 
 
@@ -71,6 +96,7 @@ def small_port():
 
 # ---- the basics --------------------------------------------------------------------------------
 
+
 def test_healthz_rules_and_docs(port):
     from triage.pipeline import load_rules
 
@@ -81,7 +107,10 @@ def test_healthz_rules_and_docs(port):
     spec = call(port, "GET", "/openapi.json").json()
     assert {"/healthz", "/v1/rules", "/v1/triage", "/v1/slack/command"} <= set(spec["paths"])
     assert set(spec["paths"]["/v1/triage"]["post"]["requestBody"]["content"]) == {
-        "text/plain", "application/json", "multipart/form-data"}
+        "text/plain",
+        "application/json",
+        "multipart/form-data",
+    }
     docs = call(port, "GET", "/docs")
     assert docs.status == 200 and docs.headers["content-type"].startswith("text/html")
     assert "/static/docs.js" in docs.text and "swagger" not in docs.text.lower()
@@ -130,8 +159,13 @@ def test_format_selection(port):
     body, ctype = multipart({"file": ("a.log", LOG), "format": (None, b"slack")})
     assert "blocks" in post(port, body, ctype).json()
     # the query beats the body's field, the field beats Accept
-    both = post(port, json.dumps({"log": LOG.decode(), "format": "slack"}).encode(), "application/json",
-                path="/v1/triage?format=json", Accept="text/markdown")
+    both = post(
+        port,
+        json.dumps({"log": LOG.decode(), "format": "slack"}).encode(),
+        "application/json",
+        path="/v1/triage?format=json",
+        Accept="text/markdown",
+    )
     assert both.json()["schema_version"] == 1
     bad = post(port, LOG, path="/v1/triage?format=pdf")
     assert bad.status == 400 and "must be one of: json, markdown, slack" in bad.json()["error"]
@@ -139,18 +173,34 @@ def test_format_selection(port):
 
 # ---- refusals ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("body, ctype, status, words", [
-    (BINARY, "text/plain", 400, "binary"),
-    (b"{not json", "application/json", 400, "not valid JSON"),
-    (b'["a list"]', "application/json", 400, "must be an object"),
-    (b'{"log": 7}', "application/json", 400, '"log"'),
-    (b'{"log": "x", "extra": 1}', "application/json", 400, "unknown field"),
-    (b"", "text/plain", 400, "empty"),
-    (gzip.compress(LOG)[:2000], "text/plain", 400, "gzip"),
-    (b"\x1f\x8b\x08\x00garbage" * 10, "text/plain", 400, "gzip"),
-    (b"log=abc", "application/x-www-form-urlencoded", 415, "text/plain"),
-    (b"<xml/>", "application/xml", 415, "unsupported content type"),
-], ids=["binary", "bad-json", "json-list", "json-log-type", "json-extra", "empty", "cut-gzip", "bad-gzip", "form", "xml"])
+
+@pytest.mark.parametrize(
+    "body, ctype, status, words",
+    [
+        (BINARY, "text/plain", 400, "binary"),
+        (b"{not json", "application/json", 400, "not valid JSON"),
+        (b'["a list"]', "application/json", 400, "must be an object"),
+        (b'{"log": 7}', "application/json", 400, '"log"'),
+        (b'{"log": "x", "extra": 1}', "application/json", 400, "unknown field"),
+        (b"", "text/plain", 400, "empty"),
+        (gzip.compress(LOG)[:2000], "text/plain", 400, "gzip"),
+        (b"\x1f\x8b\x08\x00garbage" * 10, "text/plain", 400, "gzip"),
+        (b"log=abc", "application/x-www-form-urlencoded", 415, "text/plain"),
+        (b"<xml/>", "application/xml", 415, "unsupported content type"),
+    ],
+    ids=[
+        "binary",
+        "bad-json",
+        "json-list",
+        "json-log-type",
+        "json-extra",
+        "empty",
+        "cut-gzip",
+        "bad-gzip",
+        "form",
+        "xml",
+    ],
+)
 def test_garbage_gets_a_clear_one_line_error(port, body, ctype, status, words):
     r = post(port, body, ctype)
     assert r.status == status, r.text
@@ -168,14 +218,17 @@ def test_multipart_without_a_file_part(port):
 
 def test_oversized_bodies_get_413(small_port):
     # refused on Content-Length, before any of the body is read
-    s = raw(small_port, "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: 999999999\r\n\r\n")
+    s = raw(
+        small_port,
+        "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 999999999\r\n\r\n",
+    )
     with s:
         status, data = read_status(s)
     assert status == 413 and b"larger than the limit" in data
     # no Content-Length (chunked): counted while it streams in
-    r = call(small_port, "POST", "/v1/triage", iter([b"INFO x\n" * 400] * 3), {"Content-Type": "text/plain"},
-             chunked=True)
+    r = call(
+        small_port, "POST", "/v1/triage", iter([b"INFO x\n" * 400] * 3), {"Content-Type": "text/plain"}, chunked=True
+    )
     assert r.status == 413 and "4096 bytes" in r.json()["error"]
     body, ctype = multipart({"file": ("big.log", b"INFO x\n" * 1000)})
     r = call(small_port, "POST", "/v1/triage", iter([body]), {"Content-Type": ctype}, chunked=True)
@@ -190,22 +243,37 @@ def test_oversized_bodies_get_413(small_port):
 
 # ---- auth --------------------------------------------------------------------------------------
 
+
 def test_bearer_token_accepted_and_refused(auth_port):
     ok = post(auth_port, LOG, Authorization=f"Bearer {TOKEN}")
     assert ok.status == 200 and ok.json()["outcome"] == "failed"
-    for headers in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": TOKEN},
-                    {"Authorization": f"Basic {TOKEN}"}, {"Authorization": f"Bearer {TOKEN}x"}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong-token"},
+        {"Authorization": TOKEN},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": f"Bearer {TOKEN}x"},
+    ):
         r = post(auth_port, LOG, **headers)
         assert r.status == 401 and r.headers.get("www-authenticate") == "Bearer", headers
         assert r.json() == {"error": "missing or wrong bearer token"}
     assert call(auth_port, "GET", "/v1/rules").status == 401
     assert call(auth_port, "GET", "/v1/rules", headers={"Authorization": f"Bearer {TOKEN}"}).status == 200
     assert call(auth_port, "GET", "/healthz").status == 200  # probes need no token
-    assert call(auth_port, "POST", "/v1/slack/command", slash("x"),
-                {"Content-Type": "application/x-www-form-urlencoded", **signed(slash("x"))}).status == 404
+    assert (
+        call(
+            auth_port,
+            "POST",
+            "/v1/slack/command",
+            slash("x"),
+            {"Content-Type": "application/x-www-form-urlencoded", **signed(slash("x"))},
+        ).status
+        == 404
+    )
 
 
 # ---- Slack -------------------------------------------------------------------------------------
+
 
 def test_slack_signed_command_gets_ephemeral_blocks(port):
     body = slash(LOG.decode())
@@ -241,15 +309,19 @@ def test_slack_helpers():
 
 # ---- secrets ----------------------------------------------------------------------------------
 
+
 def test_planted_secrets_absent_from_every_answer(port, caplog):
     from triage.pipeline import Options, run
 
     raw_report = run(io.BytesIO(SECRET_LOG), "x", Options(redact=False)).model_dump_json()
     assert HF in raw_report and SK in raw_report  # the secrets do reach the report before redaction
     caplog.set_level(logging.INFO, logger="vllm_triage.serve")
-    answers = [post(port, SECRET_LOG, path=f"/v1/triage?format={fmt}&note={HF}") for fmt in ("json", "markdown", "slack")]
-    answers.append(post(port, json.dumps({"log": SECRET_LOG.decode(), "name": f"run-{HF}.log"}).encode(),
-                        "application/json"))
+    answers = [
+        post(port, SECRET_LOG, path=f"/v1/triage?format={fmt}&note={HF}") for fmt in ("json", "markdown", "slack")
+    ]
+    answers.append(
+        post(port, json.dumps({"log": SECRET_LOG.decode(), "name": f"run-{HF}.log"}).encode(), "application/json")
+    )
     body, ctype = multipart({"file": (f"{HF}.log", gzip.compress(SECRET_LOG))})
     answers.append(post(port, body, ctype))
     answers.append(post(port, BINARY, path=f"/v1/triage?{HF}"))
@@ -269,10 +341,14 @@ def test_planted_secrets_absent_from_every_answer(port, caplog):
 
 # ---- concurrency and time bounds (a HANG log never finishes: no test waits on parse speed) ----------
 
+
 def test_busy_server_answers_503_then_recovers():
     with running(max_concurrency=1, timeout=600) as p:
-        hung = raw(p, f"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
-                      f"Content-Length: {len(HANG)}\r\n\r\n", HANG)
+        hung = raw(
+            p,
+            f"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: {len(HANG)}\r\n\r\n",
+            HANG,
+        )
         assert analysing(p)  # the only slot is analysing
         busy = post(p, LOG)
         assert busy.status == 503 and busy.headers.get("retry-after") and "busy" in busy.json()["error"]
@@ -283,8 +359,11 @@ def test_busy_server_answers_503_then_recovers():
 
 def test_slow_body_408_and_slow_analysis_504():
     with running(max_concurrency=1, timeout=3) as p:
-        with raw(p, "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
-                    "Content-Length: 5000\r\n\r\n", b"INFO partial\n") as slow:
+        with raw(
+            p,
+            "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5000\r\n\r\n",
+            b"INFO partial\n",
+        ) as slow:
             status, _ = read_status(slow)
         assert status == 408
         r = post(p, HANG + LOG)
@@ -328,6 +407,7 @@ def test_analyses_run_in_separate_processes():
 
 # ---- the command --------------------------------------------------------------------------------
 
+
 def test_importing_the_cli_does_not_import_fastapi():
     code = "import sys, triage.apps.cli, triage.apps.serve; print('fastapi' in sys.modules, 'uvicorn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -356,8 +436,14 @@ def test_no_token_refuses_a_public_address(monkeypatch):
 
 def test_serve_command_end_to_end():
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TRIAGE_TOKEN", "SLACK_SIGNING_SECRET")}
-    proc = subprocess.Popen([sys.executable, "-m", "triage", "serve", "--port", "0", "--timeout", "20"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "triage", "serve", "--port", "0", "--timeout", "20"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = []
         while not any("listening on" in x for x in lines):

@@ -21,12 +21,12 @@ import pytest
 for _mod in ("fastapi", "uvicorn", "python_multipart"):
     pytest.importorskip(_mod, reason=f"the server tests need the [server] extra ({_mod} is not installed)")
 
+from conftest import ROOT  # noqa: E402
+from serve_support import GUARDS, call, read_all, read_status, running, wait_for, with_fd_limit  # noqa: E402
+
 from triage.apps.serve.command import log_to  # noqa: E402
 from triage.apps.serve.framing import CHUNKS_FREE, chunk_budget  # noqa: E402
 from triage.apps.serve.protocol import ConnectionGuard  # noqa: E402
-
-from conftest import ROOT  # noqa: E402
-from serve_support import GUARDS, call, read_all, read_status, running, wait_for, with_fd_limit  # noqa: E402
 
 
 def _raise_fd_limit(need: int) -> None:
@@ -41,6 +41,7 @@ def _statuses(answers: list[bytes | None]) -> list[int]:
 
 
 # ---- slow headers ---------------------------------------------------------------------------
+
 
 def test_slow_header_flood_is_timed_out_while_a_real_request_is_answered():
     _raise_fd_limit(2600)  # the server runs in this process: its sockets and the clients' together
@@ -120,21 +121,36 @@ def test_a_client_that_stops_reading_its_answers_is_cut_off():
 
 # ---- descriptor exhaustion -----------------------------------------------------------------------
 
+
 def test_healthz_answers_under_1100_half_sent_requests_with_ulimit_1024():
     _raise_fd_limit(1400)
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TRIAGE_TOKEN", "SLACK_SIGNING_SECRET")}
-    argv = ["-m", "triage", "serve", "--port", "0", "--max-concurrency", "1", "--header-timeout", "600",
-            "--timeout", "600"]
-    proc = subprocess.Popen(with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    argv = [
+        "-m",
+        "triage",
+        "serve",
+        "--port",
+        "0",
+        "--max-concurrency",
+        "1",
+        "--header-timeout",
+        "600",
+        "--timeout",
+        "600",
+    ]
+    proc = subprocess.Popen(
+        with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     socks: list[socket.socket] = []
     try:
         first = [proc.stderr.readline() for _ in range(3)]
         port = int(re.search(r"127\.0\.0\.1:(\d+)", first[-1]).group(1))
         for _ in range(1100):  # whole headers, a tenth of the body: each sits in the app, reading
             s = socket.create_connection(("127.0.0.1", port), timeout=60)
-            s.sendall(b"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
-                      b"Content-Length: 100\r\n\r\nINFO part")
+            s.sendall(
+                b"POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: 100\r\n\r\nINFO part"
+            )
             socks.append(s)
         for _ in range(3):  # the deployment's probe, three times over
             r = call(port, "GET", "/healthz")
@@ -151,6 +167,7 @@ def test_healthz_answers_under_1100_half_sent_requests_with_ulimit_1024():
 
 
 # ---- framing -------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def port():
@@ -219,6 +236,7 @@ def test_chunked_uploads_of_real_sizes_still_work(port):
 
 
 # ---- the access log ------------------------------------------------------------------------------
+
 
 def test_the_access_log_writes_the_raw_path_one_line_per_request(port):
     paths = ("/healthz%0AINFO%20forged%20line", "/healthz%1B[2J%1B]52;c;aGk=%07", "/x%0D%0A%0D%0A")

@@ -22,8 +22,23 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
-    HANG, LOG, alive, analysing, idle, call, multipart, post, raw, read_all, read_status, running, service, signed,
-    slack_call, slash, wait_for, with_fd_limit,
+    HANG,
+    LOG,
+    alive,
+    analysing,
+    call,
+    idle,
+    multipart,
+    post,
+    raw,
+    read_all,
+    read_status,
+    running,
+    service,
+    signed,
+    slash,
+    wait_for,
+    with_fd_limit,
 )
 
 SLOW_HEAD = "POST /v1/triage HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: {n}\r\n\r\n"
@@ -41,6 +56,7 @@ def _idle(port: int) -> None:
 
 # ---- 2. slow bodies do not take analysis slots ------------------------------------------------
 
+
 def test_slow_uploads_do_not_take_the_analysis_slots(port):
     slow = [raw(port, SLOW_HEAD.format(n=4000), b"INFO partial\n") for _ in range(2)]  # 2 > --max-concurrency
     try:
@@ -55,6 +71,7 @@ def test_slow_uploads_do_not_take_the_analysis_slots(port):
 
 # ---- 3. a hang-up is noticed while analysing ----------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ["/v1/triage", "/v1/slack/command"])
 def test_a_client_that_hangs_up_has_its_worker_killed(port, path):
     _idle(port)
@@ -64,8 +81,12 @@ def test_a_client_that_hangs_up_has_its_worker_killed(port, path):
     else:
         body = b"text=HANG"
         head = "".join(f"{k}: {v}\r\n" for k, v in signed(body).items())
-        s = raw(port, f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                      f"{head}Content-Length: {len(body)}\r\n\r\n", body)
+        s = raw(
+            port,
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            f"{head}Content-Length: {len(body)}\r\n\r\n",
+            body,
+        )
     assert analysing(port)
     (busy,) = pool.busy_pids()
     s.close()  # --timeout is 600 s and a HANG log never ends: only the hang-up can stop this worker
@@ -76,9 +97,12 @@ def test_a_client_that_hangs_up_has_its_worker_killed(port, path):
 
 # ---- 4. Slack: headers and size before the body ------------------------------------------------
 
+
 def test_unsigned_slack_requests_are_refused_before_the_body(port):
-    head = ("POST /v1/slack/command HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-            "Content-Length: 19922944\r\n{extra}\r\n")
+    head = (
+        "POST /v1/slack/command HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        "Content-Length: 19922944\r\n{extra}\r\n"
+    )
     with raw(port, head.format(extra="")) as s:  # no body is sent: the answer cannot wait for it
         status, data = read_status(s)
     assert status == 401 and b"X-Slack-Signature" in data
@@ -90,12 +114,19 @@ def test_unsigned_slack_requests_are_refused_before_the_body(port):
         status, data = read_status(s)
     assert status == 413 and b"65536 bytes" in data
     big = slash("x" * 70000)
-    r = call(port, "POST", "/v1/slack/command", iter([big]), {"Content-Type": "application/x-www-form-urlencoded",
-                                                               **signed(big)}, chunked=True)
+    r = call(
+        port,
+        "POST",
+        "/v1/slack/command",
+        iter([big]),
+        {"Content-Type": "application/x-www-form-urlencoded", **signed(big)},
+        chunked=True,
+    )
     assert r.status == 413  # no Content-Length: counted while it streams in
 
 
 # ---- 5. parser errors are 400s ------------------------------------------------------------------
+
 
 def test_parser_bombs_get_400_not_500(port):
     body, ctype = multipart({"file": ("a.log", b"INFO x\n")}, boundary="b" * 300)
@@ -110,6 +141,7 @@ def test_parser_bombs_get_400_not_500(port):
 
 
 # ---- 6. a refused body is drained, so the client reads the answer ---------------------------------
+
 
 @pytest.mark.parametrize("connection", ["close", "keep-alive"])
 def test_a_refused_body_is_drained_so_the_client_reads_the_413(port, connection):
@@ -126,16 +158,28 @@ def test_a_refused_body_is_drained_so_the_client_reads_the_413(port, connection)
 
 # ---- 1. a connection flood under a low open-files limit ---------------------------------------------
 
+
 def test_a_connection_flood_under_ulimit_1024_is_capped_and_timed_out():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1400:
         pytest.skip(f"this test opens 1100 connections and needs an open-files hard limit of 1400 (it is {hard})")
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
     env = {k: v for k, v in os.environ.items() if k not in ("VLLM_TRIAGE_TOKEN", "SLACK_SIGNING_SECRET")}
-    argv = ["-m", "triage", "serve", "--port", "0", "--max-concurrency", "1", "--header-timeout", "2",
-            "--no-access-log"]
-    proc = subprocess.Popen(with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    argv = [
+        "-m",
+        "triage",
+        "serve",
+        "--port",
+        "0",
+        "--max-concurrency",
+        "1",
+        "--header-timeout",
+        "2",
+        "--no-access-log",
+    ]
+    proc = subprocess.Popen(
+        with_fd_limit(1024, argv), cwd=ROOT, env=env, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     socks: list[socket.socket] = []
     try:
         first = [proc.stderr.readline() for _ in range(3)]

@@ -11,7 +11,6 @@ for _mod in ("fastapi", "uvicorn", "prometheus_client"):
     pytest.importorskip(_mod, reason=f"the server tests need the [server] extra ({_mod} is not installed)")
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
 from serve_support import APPS, LOG, TOKEN, alive, call, expected_ids, post, running, wait_for  # noqa: E402
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -21,8 +20,11 @@ def scrape(port: int, headers: dict[str, str] | None = None) -> dict[tuple[str, 
     """Every sample of /metrics: (name, sorted labels) -> value."""
     answer = call(port, "GET", "/metrics", headers=headers or {})
     assert answer.status == 200 and answer.headers["content-type"].startswith("text/plain")
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(answer.text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(answer.text)
+        for s in family.samples
+    }
 
 
 def test_metrics_count_requests_outcomes_causes_rejections_and_restarts():
@@ -40,8 +42,10 @@ def test_metrics_count_requests_outcomes_causes_rejections_and_restarts():
         assert post(p, LOG).status == 200
         m = scrape(p)
     assert m[("vllm_triage_reports_total", (("cause", cause), ("outcome", "failed")))] == 2
-    assert sum(v for (name, labels), v in m.items()
-               if name == "vllm_triage_reports_total" and ("cause", "none") in labels) == 1
+    assert (
+        sum(v for (name, labels), v in m.items() if name == "vllm_triage_reports_total" and ("cause", "none") in labels)
+        == 1
+    )
     assert m[("vllm_triage_http_requests_total", (("method", "POST"), ("path", "/v1/triage"), ("status", "200")))] == 3
     assert m[("vllm_triage_http_requests_total", (("method", "GET"), ("path", "other"), ("status", "404")))] == 1
     assert m[("vllm_triage_rejected_bodies_total", (("reason", "too_large"),))] == 1

@@ -21,7 +21,21 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
 
 from conftest import ROOT  # noqa: E402
 from serve_support import (  # noqa: E402
-    HANG, LOG, TOKEN, Answer, analysing, idle, call, post, raw, read_status, running, service, signed, slack_call, slash, wait_for,
+    HANG,
+    LOG,
+    TOKEN,
+    Answer,
+    analysing,
+    call,
+    idle,
+    post,
+    raw,
+    read_status,
+    running,
+    service,
+    signed,
+    slack_call,
+    slash,
 )
 
 PAGES = {"/", "/docs", "/openapi.json"}  # for people and tools, outside the API document
@@ -44,13 +58,19 @@ def test_the_document_is_valid_openapi(spec):
     triage_ok = spec["paths"]["/v1/triage"]["post"]["responses"]["200"]["content"]
     assert set(triage_ok) == {"application/json", "text/markdown"}
     assert triage_ok["application/json"]["schema"]["oneOf"] == [
-        {"$ref": "#/components/schemas/Report"}, {"$ref": "#/components/schemas/SlackMessage"}]
+        {"$ref": "#/components/schemas/Report"},
+        {"$ref": "#/components/schemas/SlackMessage"},
+    ]
     assert "422" not in json.dumps(spec["paths"])
 
 
 def _documented(spec) -> set[tuple[str, str, int]]:
-    return {(path, method.upper(), int(status)) for path, ops in spec["paths"].items()
-            for method, op in ops.items() for status in op["responses"]}
+    return {
+        (path, method.upper(), int(status))
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+        for status in op["responses"]
+    }
 
 
 def _check(spec, path: str, method: str, answer: Answer, seen: set) -> None:
@@ -108,19 +128,27 @@ def test_every_documented_status_is_produced(spec):
         _check(spec, "/v1/rules", "GET", call(p, "GET", "/v1/rules"), seen)
         _check(spec, "/metrics", "GET", call(p, "GET", "/metrics", headers=AUTH), seen)
         _check(spec, "/metrics", "GET", call(p, "GET", "/metrics"), seen)
-        for answer in (post(p, LOG[:4000], **AUTH), post(p, LOG[:4000], path="/v1/triage?format=slack", **AUTH),
-                       post(p, LOG[:4000], path="/v1/triage?format=markdown", **AUTH),
-                       post(p, LOG[:4000], path="/v1/triage?format=pdf", **AUTH), post(p, LOG[:4000]),
-                       _slow(p, "/v1/triage", f"Authorization: Bearer {TOKEN}\r\nContent-Type: text/plain\r\n"),
-                       post(p, LOG * 10, **AUTH), post(p, b"<x/>", "application/xml", **AUTH)):
+        for answer in (
+            post(p, LOG[:4000], **AUTH),
+            post(p, LOG[:4000], path="/v1/triage?format=slack", **AUTH),
+            post(p, LOG[:4000], path="/v1/triage?format=markdown", **AUTH),
+            post(p, LOG[:4000], path="/v1/triage?format=pdf", **AUTH),
+            post(p, LOG[:4000]),
+            _slow(p, "/v1/triage", f"Authorization: Bearer {TOKEN}\r\nContent-Type: text/plain\r\n"),
+            post(p, LOG * 10, **AUTH),
+            post(p, b"<x/>", "application/xml", **AUTH),
+        ):
             _check(spec, "/v1/triage", "POST", answer, seen)
         _busy_and_broken(p, spec, seen)
         body = slash(LOG[:3000].decode())
         signed_head = "".join(f"{k}: {v}\r\n" for k, v in signed(b"").items())
-        for answer in (slack_call(p, body, signed(body)), slack_call(p, body, {}),
-                       _slow(p, "/v1/slack/command", f"Content-Type: {FORM}\r\n{signed_head}"),
-                       slack_call(p, slash("x" * 70000), signed(slash("x" * 70000))),
-                       call(p, "POST", "/v1/slack/command", body, {"Content-Type": "text/plain", **signed(body)})):
+        for answer in (
+            slack_call(p, body, signed(body)),
+            slack_call(p, body, {}),
+            _slow(p, "/v1/slack/command", f"Content-Type: {FORM}\r\n{signed_head}"),
+            slack_call(p, slash("x" * 70000), signed(slash("x" * 70000))),
+            call(p, "POST", "/v1/slack/command", body, {"Content-Type": "text/plain", **signed(body)}),
+        ):
             _check(spec, "/v1/slack/command", "POST", answer, seen)
     with running(slack_secret=None) as p:
         _check(spec, "/v1/slack/command", "POST", slack_call(p, body, signed(body)), seen)

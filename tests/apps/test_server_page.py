@@ -21,35 +21,57 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
 from serve_support import LOG, TOKEN, call, expected_ids, running  # noqa: E402
 
 CHROMIUM = os.environ.get("VLLM_TRIAGE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-XSS_LOG = "\n".join([
-    "INFO 07-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.",
-    "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
-    "Traceback (most recent call last):",
-    '  File "/app/serve.py", line 3, in <module>',
-    'ValueError: model <img src=x onerror="window.__pwned=2"> <script>window.__pwned=1</script> is not valid',
-]) + "\n"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+XSS_LOG = (
+    "\n".join(
+        [
+            "INFO 07-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.",
+            "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5",
+            "Traceback (most recent call last):",
+            '  File "/app/serve.py", line 3, in <module>',
+            'ValueError: model <img src=x onerror="window.__pwned=2"> <script>window.__pwned=1</script> is not valid',
+        ]
+    )
+    + "\n"
+)
 STATIC = resources.files("triage.apps.serve") / "static"
 
 
 # ---- without a browser: what the files and headers promise ----------------------------------------
+
 
 def test_pages_are_self_contained_and_strict():
     for name in ("index.html", "docs.html", "page.js", "report_view.js", "docs.js", "page.css"):
         text = (STATIC / name).read_text()
         assert not re.search(r"(?i)\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text), f"{name} names another host"
         assert not re.search(r"(?i)\son[a-z]+\s*=", text), f"{name} has an inline event handler"
-        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|localStorage|"
-                             r"sessionStorage|document\.cookie", text), f"{name} inserts HTML or stores data"
+        assert not re.search(
+            r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|localStorage|"
+            r"sessionStorage|document\.cookie",
+            text,
+        ), f"{name} inserts HTML or stores data"
     for name in ("index.html", "docs.html"):
         html = (STATIC / name).read_text()
         assert re.findall(r"<script[^>]*>", html) and all("src=" in t for t in re.findall(r"<script[^>]*>", html))
         assert "<style" not in html and "style=" not in html
     with running() as p:
-        for path, media in (("/", "text/html"), ("/docs", "text/html"), ("/static/page.js", "text/javascript"),
-                            ("/static/report_view.js", "text/javascript"),
-                            ("/static/docs.js", "text/javascript"), ("/static/page.css", "text/css")):
+        for path, media in (
+            ("/", "text/html"),
+            ("/docs", "text/html"),
+            ("/static/page.js", "text/javascript"),
+            ("/static/report_view.js", "text/javascript"),
+            ("/static/docs.js", "text/javascript"),
+            ("/static/page.css", "text/css"),
+        ):
             r = call(p, "GET", path)
             assert r.status == 200 and r.headers["content-type"].startswith(media), path
             assert r.headers["content-security-policy"].startswith("default-src 'self'")
@@ -58,12 +80,14 @@ def test_pages_are_self_contained_and_strict():
 
 # ---- in Chromium ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def browser():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's `chromium` package (.ci/run does)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="Playwright's Python package is missing: pip install -e '.[test]'")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright's Python package is missing: pip install -e '.[test]'"
+    )
     with sync_api.sync_playwright() as pw:
         try:
             chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -96,6 +120,7 @@ def page(browser, server):
 
     context.route("**/*", only_here)
     pg = context.new_page()
+
     def console(message) -> None:  # CSP refusals and script errors; an HTTP error status is the test's business
         if message.type == "error" and not message.text.startswith("Failed to load resource: the server responded"):
             problems.append(message.text)
@@ -157,8 +182,9 @@ def test_log_text_is_shown_as_text_never_run(page):
 
 def test_drop_a_gzip_file(page):
     page.fill("#token", TOKEN)
-    page.set_input_files("#file", files=[{"name": "startup.log.gz", "mimeType": "application/gzip",
-                                          "buffer": gzip.compress(LOG)}])
+    page.set_input_files(
+        "#file", files=[{"name": "startup.log.gz", "mimeType": "application/gzip", "buffer": gzip.compress(LOG)}]
+    )
     page.wait_for_selector("#report h2", timeout=120_000)
     shown = page.inner_text("#report")
     assert expected_ids(LOG)[0] in shown and "startup.log.gz" in shown
@@ -187,8 +213,12 @@ def test_the_report_is_rendered_from_json_with_nothing_to_unescape(page, tmp_pat
         sibling = button.evaluate_handle("b => b.previousElementSibling || b.parentElement.nextElementSibling")
         other = sibling.as_element().bounding_box() if sibling.as_element() else None
         if box and other:
-            apart = (box["x"] >= other["x"] + other["width"] or box["x"] + box["width"] <= other["x"]
-                     or box["y"] >= other["y"] + other["height"] or box["y"] + box["height"] <= other["y"])
+            apart = (
+                box["x"] >= other["x"] + other["width"]
+                or box["x"] + box["width"] <= other["x"]
+                or box["y"] >= other["y"] + other["height"]
+                or box["y"] + box["height"] <= other["y"]
+            )
             assert apart, "a copy button covers the text it copies"
     page.click("#copy-slack")
     from playwright.sync_api import expect

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 
 import pytest
-
-from conftest import FIXTURES, run_cli as run
+from conftest import FIXTURES
+from conftest import run_cli as run
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.8.5-llama8b-h100-ctrl-c-shutdown-traceback.log"
@@ -46,18 +46,19 @@ def test_dot_file_found_upward_sets_format_ignore_and_floor(project):
 
 
 def test_pyproject_table_and_the_command_line_wins(project):
-    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.vllm-triage]\nformat = "json"\n'
-                                            "min-confidence = 0.99\n")
-    code, out, _ = run([str(FAILED)])
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.vllm-triage]\nformat = "json"\nmin-confidence = 0.99\n'
+    )
+    _, out, _ = run([str(FAILED)])
     assert json.loads(out)["diagnoses"] == []
-    code, out, _ = run([str(FAILED), "--min-confidence", "0.5", "-f", "markdown"])
+    _code, out, _ = run([str(FAILED), "--min-confidence", "0.5", "-f", "markdown"])
     assert out.startswith("## vllm-triage") and "kv\\_cache\\_insufficient" in out
     assert json.loads(run([str(FAILED), "--no-config", "-f", "json"])[1])["diagnoses"]
 
 
 def test_pyproject_without_the_table_is_passed_over(project):
     (project / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    (project / "sub" / "pyproject.toml").write_text('[tool.ruff]\nline-length = 100\n')
+    (project / "sub" / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
     code, out, _ = run([str(FAILED), "-q"])
     assert code == 1 and "kv_cache_insufficient" in out
 
@@ -71,13 +72,16 @@ def test_rules_in_the_settings_are_relative_to_the_file(project):
     assert code == 2 and "does-not-exist.yaml" in err
 
 
-@pytest.mark.parametrize("text,words", [
-    ('fromat = "json"\n', "unknown key 'fromat' (did you mean format?)"),
-    ('format = "pdf"\n', "format 'pdf' is not one of"),
-    ('ignore = ["kv_cache_insuficient"]\n', "did you mean kv_cache_insufficient?"),
-    ("min-confidence = 2\n", "min-confidence: 2 is not a number from 0 to 1"),
-    ("format = [\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ('fromat = "json"\n', "unknown key 'fromat' (did you mean format?)"),
+        ('format = "pdf"\n', "format 'pdf' is not one of"),
+        ('ignore = ["kv_cache_insuficient"]\n', "did you mean kv_cache_insufficient?"),
+        ("min-confidence = 2\n", "min-confidence: 2 is not a number from 0 to 1"),
+        ("format = [\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_settings_file_is_one_line_naming_it(project, text, words):
     (project / ".vllm-triage.toml").write_text(text)
     code, out, err = run([str(FAILED)])
@@ -86,9 +90,10 @@ def test_a_bad_settings_file_is_one_line_naming_it(project, text, words):
 
 
 def test_explicit_config_file_and_no_config_env(project, monkeypatch):
-    (project / "elsewhere.toml").write_text("[tool.vllm-triage]\nignore = \"kv_cache_insufficient\"\n")
-    assert json.loads(run([str(FAILED), "--config", str(project / "elsewhere.toml"), "-f", "json"])[1])[
-        "diagnoses"] == []
+    (project / "elsewhere.toml").write_text('[tool.vllm-triage]\nignore = "kv_cache_insufficient"\n')
+    assert (
+        json.loads(run([str(FAILED), "--config", str(project / "elsewhere.toml"), "-f", "json"])[1])["diagnoses"] == []
+    )
     assert run([str(FAILED), "--config", str(project / "missing.toml")])[0] == 2
     (project / ".vllm-triage.toml").write_text("nonsense = 1\n")
     monkeypatch.setenv("VLLM_TRIAGE_NO_CONFIG", "1")
@@ -166,6 +171,7 @@ def test_json_report_carries_the_tool_version_and_time(monkeypatch):
 
 def test_a_report_built_in_memory_has_no_time():
     from conftest import triage_file
+
     from triage.render import render
 
     assert "generated_at" not in json.loads(render(triage_file(FAILED), "json"))["tool"]
@@ -254,8 +260,10 @@ def test_rules_test_counts_a_rule_no_log_exercises_as_a_problem(tmp_path, monkey
     from conftest import ROOT
 
     pack = tmp_path / "mine.yaml"
-    pack.write_text("schema: 1\nrules:\n  - id: my-kv-rule\n    cause: kv_cache_insufficient\n    title: t\n"
-                    "    when: {event: kv_needed}\n")
+    pack.write_text(
+        "schema: 1\nrules:\n  - id: my-kv-rule\n    cause: kv_cache_insufficient\n    title: t\n"
+        "    when: {event: kv_needed}\n"
+    )
     monkeypatch.chdir(ROOT)  # a checkout: the built-in rules' logs are there
     code, out, _ = run(["rules", "test", str(pack)])
     assert code == 1 and "UNTESTED my-kv-rule" in out and "1 problem(s)" in out

@@ -6,6 +6,7 @@ import io
 import json
 
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 
 KV = FIXTURES / "kv_cache_insufficient" / "v1-0.8.3-tp2-qwen3-32b-awq-needs-10-has-1.25-no-estimate.log"
@@ -66,7 +67,7 @@ def test_a_log_with_no_figures_cannot_tell(tmp_path):
 
 def test_a_bad_value_is_a_usage_error():
     rc, _, err = _run(str(KV), "--gpu-memory-utilization", "1.5")
-    assert rc == 2 and err.startswith("vllm-triage:") and "\n" == err[-1]
+    assert rc == 2 and err.startswith("vllm-triage:") and err[-1] == "\n"
     rc, _, err = _run(str(KV), "--max-model-len", "many")
     assert rc == 2 and err.count("\n") == 1
 

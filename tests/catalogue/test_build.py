@@ -8,16 +8,15 @@ from __future__ import annotations
 import json
 import re
 import sys
-from re import _constants as C  # noqa: N812 - re's own opcode names
+from re import _constants as C
 from re import _parser
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts" / "catalogue"))
-import build  # noqa: E402
+import build
 
 SHIPPED = json.loads(build.CATALOGUE.read_text(encoding="utf-8"))
 REPEATS = {C.MAX_REPEAT, C.MIN_REPEAT}
@@ -86,11 +85,14 @@ def test_a_field_settles_on_the_first_place_its_literal_follows():
     assert m and m.group("x") == "1" and m.group("y") == "2) B (3"
 
 
-@pytest.mark.parametrize("template,why", [
-    (["{name}: ", ["err"]], "longest literal"),
-    (["Invalid ", ["x"]], "longest literal"),
-    (["Unsupported value for ", ["self.max_model_len"], " here"], None),
-])
+@pytest.mark.parametrize(
+    "template,why",
+    [
+        (["{name}: ", ["err"]], "longest literal"),
+        (["Invalid ", ["x"]], "longest literal"),
+        (["Unsupported value for ", ["self.max_model_len"], " here"], None),
+    ],
+)
 def test_vague_templates_are_left_out(template, why):
     from matchers import too_vague
 

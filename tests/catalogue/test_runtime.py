@@ -11,13 +11,14 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES, ROOT, triage_text
+
 from triage.ingest.last_bytes import LastBytes
 from triage.parse.catalogue import catalogue, path
 from triage.rule_engine.load import load_rules
 
-ENTRIES = json.loads(open(path(), encoding="utf-8").read())["entries"]
+with open(path(), encoding="utf-8") as _file:
+    ENTRIES = json.load(_file)["entries"]
 RULE_CAUSES = {r.cause for r in load_rules() if r.id.startswith("catalogue-")}
 PER_CAUSE = 4
 
@@ -42,9 +43,19 @@ def _sample() -> list[dict]:
     """Up to PER_CAUSE one-line ValueError/RuntimeError messages of vLLM 0.33 per cause a rule reads."""
     out = []
     for cause in sorted(RULE_CAUSES):
-        mine = sorted((e for e in ENTRIES if e["cause"] == cause and e["package"] == "vllm" and e["last"] == "0.33.0"
-                       and e["exception"] in ("ValueError", "RuntimeError") and "\n" not in e["template"]
-                       and len(e["template"]) < 400), key=lambda e: e["id"])
+        mine = sorted(
+            (
+                e
+                for e in ENTRIES
+                if e["cause"] == cause
+                and e["package"] == "vllm"
+                and e["last"] == "0.33.0"
+                and e["exception"] in ("ValueError", "RuntimeError")
+                and "\n" not in e["template"]
+                and len(e["template"]) < 400
+            ),
+            key=lambda e: e["id"],
+        )
         out += mine[:PER_CAUSE]
     return out
 
@@ -81,10 +92,13 @@ def _modules(code: str) -> set[str]:
     return set(json.loads(out.splitlines()[-1]))
 
 
-@pytest.mark.parametrize("log", [
-    "healthy/v0-0.2.7-mistral7b-a100-uvicorn-running.log",  # no failure
-    "invalid_arguments/v0102-pydantic-gpu-memory-utilization-1-5.log",  # a specific rule explains it
-])
+@pytest.mark.parametrize(
+    "log",
+    [
+        "healthy/v0-0.2.7-mistral7b-a100-uvicorn-running.log",  # no failure
+        "invalid_arguments/v0102-pydantic-gpu-memory-utilization-1-5.log",  # a specific rule explains it
+    ],
+)
 def test_the_catalogue_is_not_loaded_unless_a_failure_needs_it(log):
     code = f"import io\nfrom triage.apps.cli import main\nmain([{str(FIXTURES / log)!r}, '-f', 'json'], stdout=io.StringIO())"
     assert "triage.parse.catalogue" not in _modules(code)
@@ -101,9 +115,11 @@ def test_only_a_fallback_rule_may_read_the_catalogue(tmp_path):
     from triage.rule_engine.load import load_packs
 
     pack = tmp_path / "p.yaml"
-    pack.write_text("schema: 1\nrules:\n  - id: x\n    cause: invalid_arguments\n    title: t\n"
-                    "    when:\n      all: [\"catalogue.cause == 'invalid_arguments'\"]\n    rank: 50\n"
-                    "    explanation: [e]\n    remedies: [{text: r}]\n")
+    pack.write_text(
+        "schema: 1\nrules:\n  - id: x\n    cause: invalid_arguments\n    title: t\n"
+        "    when:\n      all: [\"catalogue.cause == 'invalid_arguments'\"]\n    rank: 50\n"
+        "    explanation: [e]\n    remedies: [{text: r}]\n"
+    )
     with pytest.raises(RulePackError, match="fallback"):
         load_packs([pack])
 
@@ -111,7 +127,7 @@ def test_only_a_fallback_rule_may_read_the_catalogue(tmp_path):
 def test_the_tail_keeps_the_last_lines_with_their_numbers():
     tail = LastBytes(size=32)
     data = b"".join(f"line {i}\n".encode() for i in range(1, 21))
-    chunks = [data[i:i + 7] for i in range(0, len(data), 7)]
+    chunks = [data[i : i + 7] for i in range(0, len(data), 7)]
     assert b"".join(tail.watch(chunks)) == data
     lines = tail.lines(20)
     assert lines[-1] == (20, "line 20") and all(text == f"line {no}" for no, text in lines)

@@ -13,13 +13,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import CORPUS, triage_file
 
 LABELS = CORPUS / "labels.yaml"
 KNOWN_MISSES = yaml.safe_load((Path(__file__).parent / "corpus_known_misses.yaml").read_text()) or {}
-SUMMARY_FACTS = ("gpu_total_bytes", "gpu_memory_utilization", "budget_bytes", "weights_bytes", "kv_cache_bytes",
-                 "max_model_len", "startup_free_bytes", "foreign_bytes", "tensor_parallel_size")
+SUMMARY_FACTS = (
+    "gpu_total_bytes",
+    "gpu_memory_utilization",
+    "budget_bytes",
+    "weights_bytes",
+    "kv_cache_bytes",
+    "max_model_len",
+    "startup_free_bytes",
+    "foreign_bytes",
+    "tensor_parallel_size",
+)
 
 
 SNAPSHOTS = Path(__file__).parent / "__snapshots__" / "test_corpus"
@@ -29,9 +37,10 @@ def _cases():
     if not LABELS.exists():
         # One skipped case per snapshot, so a clone without ../shared does not report them all unused.
         absent = pytest.mark.skip(reason="../shared/corpus is not present")
-        names = sorted(p.stem[len("test_corpus_case["):-1] for p in SNAPSHOTS.glob("test_corpus_case[[]*].json"))
+        names = sorted(p.stem[len("test_corpus_case[") : -1] for p in SNAPSHOTS.glob("test_corpus_case[[]*].json"))
         return [pytest.param(n, None, marks=absent, id=n) for n in names] or [
-            pytest.param(None, None, marks=absent, id="corpus-absent")]
+            pytest.param(None, None, marks=absent, id="corpus-absent")
+        ]
     labels = yaml.safe_load(LABELS.read_text())
     params = []
     for case, meta in sorted(labels.items()):
@@ -49,8 +58,13 @@ def summary(report) -> dict:
         "failure_line": report.failure.line if report.failure else None,
         "facts": {k: report.facts[k] for k in SUMMARY_FACTS if k in report.facts},
         "diagnoses": [
-            {"id": d.id, "rule": d.rule, "evidence_lines": [e.line for e in d.evidence],
-             "flags": [r.flags for r in d.remedies if r.flags or r.env], "env": [r.env for r in d.remedies if r.env]}
+            {
+                "id": d.id,
+                "rule": d.rule,
+                "evidence_lines": [e.line for e in d.evidence],
+                "flags": [r.flags for r in d.remedies if r.flags or r.env],
+                "env": [r.env for r in d.remedies if r.env],
+            }
             for d in report.diagnoses
         ],
     }

@@ -17,17 +17,30 @@ from functools import lru_cache
 
 import pytest
 import yaml
-
 from conftest import CORPUS, fixture_cases, log_text, triage_bytes
-from variants import EXCERPTS, FAMILIES, crlf, cut, cut_first_line, to_hip, to_npu, to_xpu, utf16, variants_for, \
-    WRAPPERS
+from variants import (
+    EXCERPTS,
+    FAMILIES,
+    WRAPPERS,
+    crlf,
+    cut,
+    cut_first_line,
+    to_hip,
+    to_npu,
+    to_xpu,
+    utf16,
+    variants_for,
+)
 
 OVERALL_BAR, FAMILY_BAR, EXCERPT_BAR = 0.95, 0.90, 0.95
 
 
 def _failing_logs() -> list[tuple[str, str]]:
-    logs = [(log.stem, log.read_bytes().decode("utf-8", "replace"))
-            for log, expect in fixture_cases() if expect.get("expect")]
+    logs = [
+        (log.stem, log.read_bytes().decode("utf-8", "replace"))
+        for log, expect in fixture_cases()
+        if expect.get("expect")
+    ]
     labels = CORPUS / "labels.yaml"
     if labels.exists():
         for case, meta in sorted((yaml.safe_load(labels.read_text()) or {}).items()):
@@ -95,9 +108,11 @@ def test_the_npu_spelling_keeps_its_share():
 
 # --- the generator itself: each form is the shape the real tool prints -------------------
 
-SAMPLE = ("INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2\n"
-          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-          "23.65 GiB of which 1.19 GiB is free.\n")
+SAMPLE = (
+    "INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "23.65 GiB of which 1.19 GiB is free.\n"
+)
 
 
 def test_the_generator_makes_the_shapes_it_names():
@@ -110,7 +125,10 @@ def test_the_generator_makes_the_shapes_it_names():
     assert b"XPU out of memory. Tried to allocate 2.00 GiB. GPU 0" in to_xpu(SAMPLE)
     assert to_npu(SAMPLE) is None  # the new form: errors.md shows NPU only in the old one
     old = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 14.75 GiB total capacity; ...)"
-    assert to_npu(old) == b"RuntimeError: NPU out of memory. Tried to allocate 20.00 MiB (NPU 0; 14.75 GiB total capacity; ...)"
+    assert (
+        to_npu(old)
+        == b"RuntimeError: NPU out of memory. Tried to allocate 20.00 MiB (NPU 0; 14.75 GiB total capacity; ...)"
+    )
 
 
 def test_variants_are_chosen_the_same_way_every_run():
@@ -123,8 +141,16 @@ def test_variants_are_chosen_the_same_way_every_run():
 # diagnosis cites as evidence, except the lines that only state the launch's configuration
 # (the version banner, the non-default args, the engine's config), which an excerpt lacks by
 # nature and which shape remedies, not the cause.
-_CONTEXT_ONLY = ("non-default args", "with config:", "API server version", "Automatically detected platform",
-                 "vLLM version", "args: Namespace(", "Initializing an LLM engine", "Initializing a V1 LLM engine")
+_CONTEXT_ONLY = (
+    "non-default args",
+    "with config:",
+    "API server version",
+    "Automatically detected platform",
+    "vLLM version",
+    "args: Namespace(",
+    "Initializing an LLM engine",
+    "Initializing a V1 LLM engine",
+)
 
 
 # Causes a phase places (taxonomy v3: the same OOM without its phase is gpu_out_of_memory): their
@@ -167,8 +193,10 @@ def test_excerpts_that_keep_the_sign_keep_the_primary_cause(capsys):
     with capsys.disabled():
         for label in EXCERPTS:
             mine = [r for r in expected if r[0] == label]
-            print(f"excerpt {label:<15} {sum(r[3] for r in mine):>4}/{len(mine):<4} expected to hold; "
-                  f"{sum(1 for r in rows if r[0] == label and not r[2] and r[3])} more held without their sign")
+            print(
+                f"excerpt {label:<15} {sum(r[3] for r in mine):>4}/{len(mine):<4} expected to hold; "
+                f"{sum(1 for r in rows if r[0] == label and not r[2] and r[3])} more held without their sign"
+            )
         print(f"excerpt overall         {held:>4}/{len(expected):<4} {held / len(expected):6.1%}")
         for label, name in missed:
             print(f"  expected to hold, did not: {label} {name}")
@@ -179,10 +207,19 @@ def test_excerpts_that_keep_the_sign_keep_the_primary_cause(capsys):
 def test_the_cuts_take_the_lines_they_name():
     from variants import error_line, last_lines, last_traceback
 
-    lines = ["INFO start", "Traceback (most recent call last):", '  File "x.py", line 1, in f', "ValueError: bad",
-             *[f"INFO {i}" for i in range(30)], ""]
+    lines = [
+        "INFO start",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in f',
+        "ValueError: bad",
+        *[f"INFO {i}" for i in range(30)],
+        "",
+    ]
     assert error_line(lines, 4) == (4, 4)
     assert last_traceback(lines, 4) == (2, 4)
     assert last_traceback(lines, 1) is None
     assert last_lines(lines, 4) == (15, 34)
-    assert cut("\n".join(lines), (2, 4)) == b'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: bad\n'
+    assert (
+        cut("\n".join(lines), (2, 4))
+        == b'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: bad\n'
+    )

@@ -27,11 +27,13 @@ def _lines(text: str) -> list[str]:
 
 def _prefixed(make: Callable[[int], str]) -> Variant:
     """Every line (blank ones too, as the tools print them) behind a prefix made from its index."""
+
     def variant(text: str) -> bytes:
         lines = _lines(text)
         end = lines.pop() if lines and lines[-1] == "" else None
         out = [make(i) + line for i, line in enumerate(lines)]
         return ("\n".join(out) + ("\n" if end is not None else "")).encode()
+
     return variant
 
 
@@ -76,10 +78,18 @@ _CUDA_OOM = re.compile(r"CUDA out of memory\. Tried to allocate")
 _NEW_OOM = re.compile(r"CUDA out of memory\. Tried to allocate \S+ ?[KMGT]?i?B\. GPU")
 _OLD_OOM = re.compile(r"CUDA out of memory\. Tried to allocate (\S+ \S+) \(GPU (\d+);")
 # CUDA error texts whose HIP text is the same (errors.md §2.2 "same" rows, and §2.1's wrapper).
-_HIP_SAME = ("out of memory", "invalid device function", "invalid device ordinal",
-             "no kernel image is available for execution on the device", "an illegal memory access was encountered",
-             "device-side assert triggered", "unspecified launch failure", "operation not supported",
-             "too many resources requested for launch", "peer access is not supported between these two devices")
+_HIP_SAME = (
+    "out of memory",
+    "invalid device function",
+    "invalid device ordinal",
+    "no kernel image is available for execution on the device",
+    "an illegal memory access was encountered",
+    "device-side assert triggered",
+    "unspecified launch failure",
+    "operation not supported",
+    "too many resources requested for launch",
+    "peer access is not supported between these two devices",
+)
 _CUDA_ERROR = re.compile(r"CUDA error: (" + "|".join(re.escape(t) for t in _HIP_SAME) + ")")
 
 
@@ -88,8 +98,9 @@ def to_hip(text: str) -> bytes | None:
         return None
     out = _CUDA_OOM.sub("HIP out of memory. Tried to allocate", text)
     out = _CUDA_ERROR.sub(r"HIP error: \1", out)
-    out = out.replace("CUDA kernel errors might be asynchronously reported", "HIP kernel errors might be "
-                      "asynchronously reported").replace("CUDA_LAUNCH_BLOCKING=1", "AMD_SERIALIZE_KERNEL=3")
+    out = out.replace(
+        "CUDA kernel errors might be asynchronously reported", "HIP kernel errors might be asynchronously reported"
+    ).replace("CUDA_LAUNCH_BLOCKING=1", "AMD_SERIALIZE_KERNEL=3")
     return out.encode()
 
 
@@ -142,8 +153,12 @@ def error_line(lines: list[str], failure: int) -> tuple[int, int] | None:
     if not 1 <= failure <= len(lines):
         return None
     last = failure
-    while last < min(len(lines), failure + MAX_CONTINUED) and lines[last].strip() and not starts_record(lines[last]) \
-            and not lines[last].startswith((" ", "\t")):
+    while (
+        last < min(len(lines), failure + MAX_CONTINUED)
+        and lines[last].strip()
+        and not starts_record(lines[last])
+        and not lines[last].startswith((" ", "\t"))
+    ):
         last += 1
     return failure, last
 
@@ -165,4 +180,4 @@ EXCERPTS: dict[str, Cut] = {"error-line": error_line, "last-traceback": last_tra
 
 def cut(text: str, span: tuple[int, int]) -> bytes:
     lines = _lines(text)
-    return ("\n".join(lines[span[0] - 1:span[1]]) + "\n").encode()
+    return ("\n".join(lines[span[0] - 1 : span[1]]) + "\n").encode()

@@ -16,20 +16,41 @@ from triage.diagnose import redact
 
 SECRETS = [
     "-----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEAx3Yz-----END RSA PRIVATE KEY-----",
-    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "sk-proj-Ab3dEf_Gh1jKlMn0pQrStUvWxYz-0123456789abcd",
-    "sk_live_AbCdEfGhIjKlMnOpQrSt", "rk_test_AbCdEfGhIjKlMnOpQrSt", "gsk_AbCdEfGhIjKlMnOpQrStUvWx",
-    "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345", "glpat-AbCdEfGhIjKlMnOpQrStUv", "nvapi-AbCdEfGhIjKlMnOpQrStUvWx",
-    "r8_AbCdEfGhIjKlMnOpQrStUv", "pypi-" + "Ab1" * 15, "npm_" + "Ab1" * 11, "ghp_abcdefghijklmnopqrstuvwxyz0123",
-    "gho_abcdefghijklmnopqrstuvwxyz0123", "github_pat_11ABCDEFG0abcdefghijklmnop_qrstuvwxyz",
-    "xoxb-123456789012-1234567890123-AbCdEfGh", "xapp-1-A0123456789-0123", "AKIAIOSFODNN7EXAMPLE",
-    "ASIAIOSFODNN7EXAMPLE", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "sk-proj-Ab3dEf_Gh1jKlMn0pQrStUvWxYz-0123456789abcd",
+    "sk_live_AbCdEfGhIjKlMnOpQrSt",
+    "rk_test_AbCdEfGhIjKlMnOpQrSt",
+    "gsk_AbCdEfGhIjKlMnOpQrStUvWx",
+    "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345",
+    "glpat-AbCdEfGhIjKlMnOpQrStUv",
+    "nvapi-AbCdEfGhIjKlMnOpQrStUvWx",
+    "r8_AbCdEfGhIjKlMnOpQrStUv",
+    "pypi-" + "Ab1" * 15,
+    "npm_" + "Ab1" * 11,
+    "ghp_abcdefghijklmnopqrstuvwxyz0123",
+    "gho_abcdefghijklmnopqrstuvwxyz0123",
+    "github_pat_11ABCDEFG0abcdefghijklmnop_qrstuvwxyz",
+    "xoxb-123456789012-1234567890123-AbCdEfGh",
+    "xapp-1-A0123456789-0123",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ASIAIOSFODNN7EXAMPLE",
+    "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-    "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz", "Basic dXNlcjpwYXNzd29yZDEyMzQ=", "token abcdef0123456789",
-    "https://alice:S3cr3t-P%40ss@example.com/org/model", "redis://:p@ss@w0rd@cache.internal:6379",
-    "AccountName=a;AccountKey=Zm9vYmFyYmF6cXV4MTIz==;EndpointSuffix=x", "SharedAccessKey=Zm9vYmFy",
-    "?sv=2021-06-08&sig=Q2xpZW50U2ln%2BAbC%3D", '{"auth": "dXNlcjpwYXNz"}', "'auth': 'dXNlcjpwYXNz'",
-    "cb%3Ftoken%3DQmFzZTY0VG9rZW4xMjM%26n%3D1", "&X-Amz-Signature=5d41402abc4b2a76", "&X-Goog-Signature=0a1b2c3d",
-    "&X-Amz-Security-Token=FQoGZXIvYXdzEJr", "MY_hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+    "Authorization: Bearer Opaque.Tok3n_Value-0123456789xyz",
+    "Basic dXNlcjpwYXNzd29yZDEyMzQ=",
+    "token abcdef0123456789",
+    "https://alice:S3cr3t-P%40ss@example.com/org/model",
+    "redis://:p@ss@w0rd@cache.internal:6379",
+    "AccountName=a;AccountKey=Zm9vYmFyYmF6cXV4MTIz==;EndpointSuffix=x",
+    "SharedAccessKey=Zm9vYmFy",
+    "?sv=2021-06-08&sig=Q2xpZW50U2ln%2BAbC%3D",
+    '{"auth": "dXNlcjpwYXNz"}',
+    "'auth': 'dXNlcjpwYXNz'",
+    "cb%3Ftoken%3DQmFzZTY0VG9rZW4xMjM%26n%3D1",
+    "&X-Amz-Signature=5d41402abc4b2a76",
+    "&X-Goog-Signature=0a1b2c3d",
+    "&X-Amz-Security-Token=FQoGZXIvYXdzEJr",
+    "MY_hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
 ]
 FIXTURES = sorted(Path(__file__).parents[2].joinpath("fixtures").rglob("*.log"))
 
@@ -59,11 +80,29 @@ def test_the_gates_change_nothing_on_fixture_lines():
 
 # ---- the gates of the flag, Authorization and key=value passes (`_redact`) ----------------------
 
-FORMS = ["--api-key sk-abcdef0123456789abcdef", "'--hf-token', 'hf_tok'", '--token "quoted value"', "--api-key=x",
-         "Authorization: Basic dXNlcjpw", "authorization = 'tok'", "AUTHORIZATION:Bearer xyz0123456789ab",
-         "api_key='k1'", "HF_TOKEN=hf_x", "password: hunter2", "'secret': 'abc'", "passwd =\tp4ss", "token\u00a0:v",
-         "private_key=\"pem\"", "key : value", "tokens/s", "Avg prompt throughput: 12.0 tokens/s, Running: 3 reqs",
-         "token\u2003abcdef0123456789xyz", "bearer\tabcdefghijklmnop", "token\rabcdefghijklmnop", "KEY= 1"]
+FORMS = [
+    "--api-key sk-abcdef0123456789abcdef",
+    "'--hf-token', 'hf_tok'",
+    '--token "quoted value"',
+    "--api-key=x",
+    "Authorization: Basic dXNlcjpw",
+    "authorization = 'tok'",
+    "AUTHORIZATION:Bearer xyz0123456789ab",
+    "api_key='k1'",
+    "HF_TOKEN=hf_x",
+    "password: hunter2",
+    "'secret': 'abc'",
+    "passwd =\tp4ss",
+    "token\u00a0:v",
+    'private_key="pem"',
+    "key : value",
+    "tokens/s",
+    "Avg prompt throughput: 12.0 tokens/s, Running: 3 reqs",
+    "token\u2003abcdef0123456789xyz",
+    "bearer\tabcdefghijklmnop",
+    "token\rabcdefghijklmnop",
+    "KEY= 1",
+]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -80,8 +119,11 @@ def test_the_passes_gated_change_nothing_on_fixture_lines():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(FORMS + SECRETS + [" ", "=", ":", "'", '"', "--", "\t", "x", "Token", "KEY"]),
-                max_size=8).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(FORMS + SECRETS + [" ", "=", ":", "'", '"', "--", "\t", "x", "Token", "KEY"]), max_size=8
+    ).map("".join)
+)
 def test_the_passes_gated_equal_the_passes_run_on_any_mix(text):
     assert redact._redact(text) == redact._redact_ungated(text)
 
@@ -89,7 +131,7 @@ def test_the_passes_gated_equal_the_passes_run_on_any_mix(text):
 ESCAPES = ["\x1b[1m", "\x1b[0m", "^[[33m", "[1;33m", "[0m", "\\033[31m", "\x1b]0;title\x07"]
 
 
-CORES = [s[len(s) // 2 - 5: len(s) // 2 + 5] for s in SECRETS]  # a piece of each secret's middle
+CORES = [s[len(s) // 2 - 5 : len(s) // 2 + 5] for s in SECRETS]  # a piece of each secret's middle
 
 
 @settings(max_examples=300, deadline=None)

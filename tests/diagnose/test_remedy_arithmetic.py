@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import CORPUS, FIXTURES, log_text, triage_file
 
 GiB = float(1 << 30)
@@ -46,8 +45,12 @@ def test_tensor_parallel_is_above_the_tp_the_log_runs(offers):
     for path, text, flag_sets in offers:
         running = [int(n) + 1 for n in _TP_RANK.findall(text)] + [int(n) for n in _TP_ARG.findall(text)]
         for f in flag_sets:
-            if "--tensor-parallel-size" in f and running and "parallelism" not in path.parent.name \
-                    and not path.name.startswith(("parallelism", "rocm-")):
+            if (
+                "--tensor-parallel-size" in f
+                and running
+                and "parallelism" not in path.parent.name
+                and not path.name.startswith(("parallelism", "rocm-"))
+            ):
                 checked += 1
                 assert int(f["--tensor-parallel-size"]) > max(running), (path.name, f, max(running))
     assert checked >= 5
@@ -97,8 +100,10 @@ def test_no_fewer_dummy_images_once_the_kv_cache_is_sized(offers):
 def test_enforce_eager_offered_where_the_printed_graphs_cover_the_shortfall(offers):
     """Where graphs were captured (and printed) before an OOM whose shortfall they cover, eager is offered."""
     checked = 0
-    oom = re.compile(r"Tried to allocate ([\d.]+) (GiB|MiB)\. GPU \d+ has a total capacity of [\d.]+ GiB of which "
-                     r"([\d.]+) (GiB|MiB) is free")
+    oom = re.compile(
+        r"Tried to allocate ([\d.]+) (GiB|MiB)\. GPU \d+ has a total capacity of [\d.]+ GiB of which "
+        r"([\d.]+) (GiB|MiB) is free"
+    )
     for path, text, flag_sets in offers:
         graphs, m = _GRAPHS.search(text), oom.search(text)
         if not graphs or not m or graphs.start() > m.start():

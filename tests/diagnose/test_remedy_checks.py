@@ -5,8 +5,8 @@ carries what it was checked against, and none fails or sits at the edge of the r
 from __future__ import annotations
 
 import pytest
-
 from conftest import CORPUS, fixture_cases, triage_file
+
 from triage.vllm_flags import numeric
 
 CASES = [(p, e) for p, e in fixture_cases() if e.get("remedies")]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FIXTURES, triage_file
-from triage.render import render
+
 from triage.model.report import json_schema
+from triage.render import render
 
 SHOWCASE = [
     "kv_cache_insufficient/v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",

@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
@@ -41,10 +41,12 @@ def test_the_command_line_and_a_local_batch_import_no_ray_or_arrow(tmp_path):
 
 
 def test_ray_options_that_cannot_work_are_usage_errors(tmp_path):
-    for argv, said in ((["--ray", str(tmp_path)], "--output"),
-                       (["--ray", str(tmp_path), "--output", "o", "--jsonl", "x"], "--output-format jsonl"),
-                       ([str(tmp_path), "--output", "o"], "go with --ray"),
-                       (["--ray"], "required")):
+    for argv, said in (
+        (["--ray", str(tmp_path)], "--output"),
+        (["--ray", str(tmp_path), "--output", "o", "--jsonl", "x"], "--output-format jsonl"),
+        ([str(tmp_path), "--output", "o"], "go with --ray"),
+        (["--ray"], "required"),
+    ):
         code, _, err = run(argv)
         assert code == 2 and said in err and err.count("\n") == 1, (argv, err)
 
@@ -52,11 +54,13 @@ def test_ray_options_that_cannot_work_are_usage_errors(tmp_path):
 def test_an_input_after_a_bare_ray_is_an_input_not_an_address():
     from triage.apps.batch import _parser, _ray_args
 
-    for given, address, inputs in ((["--ray", "logs/"], "local", ["logs/"]),
-                                   (["--ray", "s3://b/logs/", "x"], "local", ["s3://b/logs/", "x"]),
-                                   (["--ray=10.0.0.1:6379", "logs/"], "10.0.0.1:6379", ["logs/"]),
-                                   (["logs/", "--ray", "auto"], "auto", ["logs/"]),
-                                   (["--ray", "ray://head:10001", "logs/"], "ray://head:10001", ["logs/"])):
+    for given, address, inputs in (
+        (["--ray", "logs/"], "local", ["logs/"]),
+        (["--ray", "s3://b/logs/", "x"], "local", ["s3://b/logs/", "x"]),
+        (["--ray=10.0.0.1:6379", "logs/"], "10.0.0.1:6379", ["logs/"]),
+        (["logs/", "--ray", "auto"], "auto", ["logs/"]),
+        (["--ray", "ray://head:10001", "logs/"], "ray://head:10001", ["logs/"]),
+    ):
         args = _parser().parse_args([*given, "--output", "o"])
         _ray_args(args)
         assert (args.ray, args.inputs) == (address, inputs), given
@@ -67,7 +71,10 @@ def test_storage_options_read_json_values_and_refuse_a_bare_word():
     from triage.errors import UsageError
 
     assert storage_options(["anon=true", "endpoint_url=http://127.0.0.1:9", 'client_kwargs={"region_name": "x"}']) == {
-        "anon": True, "endpoint_url": "http://127.0.0.1:9", "client_kwargs": {"region_name": "x"}}
+        "anon": True,
+        "endpoint_url": "http://127.0.0.1:9",
+        "client_kwargs": {"region_name": "x"},
+    }
     with pytest.raises(UsageError):
         storage_options(["anon"])
 
@@ -101,11 +108,17 @@ def test_the_worker_body_writes_rows_and_skips_what_the_store_holds(tmp_path, pa
     sources, store_mod, worker = parts
     found = sources.list_sources([str(_inputs(tmp_path))], {})
     assert [s.name.rsplit("/", 1)[-1] for s in found] == [
-        "a-failed.log", "b-healthy.log.gz", "c-binary.log", "d-huge.log", "e-gone.log"]
+        "a-failed.log",
+        "b-healthy.log.gz",
+        "c-binary.log",
+        "d-huge.log",
+        "e-gone.log",
+    ]
     store = store_mod.Store(str(tmp_path / "out"), fmt, {})
     store.prepare()
-    batch = pa.Table.from_pylist([{"index": i, "name": s.name, "url": s.url, "size": s.size}
-                                  for i, s in enumerate(found)])
+    batch = pa.Table.from_pylist(
+        [{"index": i, "name": s.name, "url": s.url, "size": s.size} for i, s in enumerate(found)]
+    )
     limit = len(FAILED.read_bytes()) * 10
     first = worker.TriageBatch((Triager(max_bytes=limit), frozenset(store.index())), store, {}, limit)(batch)
     rows = {r["name"].rsplit("/", 1)[-1]: r for r in first.to_pylist()}
@@ -114,8 +127,11 @@ def test_the_worker_body_writes_rows_and_skips_what_the_store_holds(tmp_path, pa
     assert "no such file" in rows["e-gone.log"]["error"] and not any(r["skipped"] for r in rows.values())
     assert len(store.parts()) == 1
     index = store.index()  # the logs read whole (the unreadable ones are tried again next time)
-    assert len(index) == 3 and {k[0].rsplit("/", 1)[-1] for k in index} == {"a-failed.log", "b-healthy.log.gz",
-                                                                              "c-binary.log"}
+    assert len(index) == 3 and {k[0].rsplit("/", 1)[-1] for k in index} == {
+        "a-failed.log",
+        "b-healthy.log.gz",
+        "c-binary.log",
+    }
     again = worker.TriageBatch((Triager(max_bytes=limit), frozenset(index)), store, {}, limit)(batch).to_pylist()
     assert [r["skipped"] for r in again] == [True, True, True, False, False]
     assert len(store.parts()) == 2  # only the unreadable two were written again

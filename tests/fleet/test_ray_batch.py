@@ -17,8 +17,8 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 
 ray = pytest.importorskip("ray", reason="ray is not installed (the ray extra: pip install '.[ray]')")
@@ -90,13 +90,14 @@ def test_a_resumed_run_with_poisoned_logs_among_good_ones(tmp_path):
     os.mkfifo(logs / "pipe.log")
     for src in OTHERS:
         shutil.copy(src, logs / src.name)
-    code, table, err = batch(logs.as_posix(), "--ray", "--output", str(out), "--max-bytes", "1MiB")
+    code, table, _err = batch(logs.as_posix(), "--ray", "--output", str(out), "--max-bytes", "1MiB")
     assert code == 1
     assert "skipped 2 logs already triaged" in table
     local_code, local, _ = batch(str(logs), "-j", "1", "--max-bytes", "1MiB")
     assert (code, _body(table)) == (local_code, _body(local))
-    assert "5 unreadable" in table and all(name in table for name in ("binary.log", "huge.log", "broken.log.gz",
-                                                                       "gone.log", "pipe.log"))
+    assert "5 unreadable" in table and all(
+        name in table for name in ("binary.log", "huge.log", "broken.log.gz", "gone.log", "pipe.log")
+    )
     rows = _rows(out)
     assert sorted(r["name"].rsplit("/", 1)[-1] for r in rows) == sorted(p.name for p in logs.iterdir())
     assert all(json.loads(r["report"])["input"]["name"] == r["name"] for r in rows)
@@ -115,8 +116,13 @@ def s3():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                          region_name="us-east-1")
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
     yield client, [f"endpoint_url={endpoint}", "key=testing", "secret=testing"]
     server.stop()
 
@@ -134,8 +140,9 @@ def test_logs_read_from_a_bucket_and_reports_written_to_one(s3, tmp_path):
     client.put_object(Bucket="fleet-logs", Key="2026/12/README.md", Body=b"not a log")
     (local / "node9.log").write_bytes(bytes(range(32)) * 400)
     flags = [f"--storage-option={o}" for o in options]
-    code, table, _ = batch("--ray", "s3://fleet-logs/2026/", "--output", "s3://fleet-reports/run1",
-                           "--output-format", "jsonl", *flags)
+    code, table, _ = batch(
+        "--ray", "s3://fleet-logs/2026/", "--output", "s3://fleet-reports/run1", "--output-format", "jsonl", *flags
+    )
     _, expected, _ = batch(str(local), "-j", "1")
     counts, tables = _body(table)
     assert code == 1 and counts == _body(expected)[0]
@@ -143,8 +150,13 @@ def test_logs_read_from_a_bucket_and_reports_written_to_one(s3, tmp_path):
     assert "s3://fleet-logs/2026/12/node9/vllm.log: " in table
     keys = [o["Key"] for o in client.list_objects_v2(Bucket="fleet-reports")["Contents"]]
     assert "run1/cause-table.txt" in keys
-    lines = [json.loads(line) for key in keys if key.endswith(".jsonl")
-             for line in client.get_object(Bucket="fleet-reports", Key=key)["Body"].read().splitlines()]
+    lines = [
+        json.loads(line)
+        for key in keys
+        if key.endswith(".jsonl")
+        for line in client.get_object(Bucket="fleet-reports", Key=key)["Body"].read().splitlines()
+    ]
     assert sorted(r["name"] for r in lines) == [f"s3://fleet-logs/2026/12/node{i}/vllm.log" for i in (0, 1, 2, 3, 9)]
     assert {r["report"]["input"]["name"] for r in lines if "error" not in r["report"]} == {
-        r["name"] for r in lines if r["status"] != "error"}
+        r["name"] for r in lines if r["status"] != "error"
+    }

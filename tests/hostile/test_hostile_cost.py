@@ -19,8 +19,8 @@ import json
 import struct
 
 import pytest
-
 from conftest import FIXTURES, ROOT
+
 from triage import pipeline
 from triage.apps.cli import _triage_parser, main
 from triage.ingest import lines, scan
@@ -56,8 +56,10 @@ def test_the_tmux_marker_test_reads_only_the_line_s_tail(monkeypatch, tail):
 
 
 def test_a_real_tmux_marker_is_still_peeled():
-    assert lines.peel("ERROR 10-02 16:20:11 [x.py:1] CUDA error: out of memory   [31/357]", 1).text == \
-        "CUDA error: out of memory"
+    assert (
+        lines.peel("ERROR 10-02 16:20:11 [x.py:1] CUDA error: out of memory   [31/357]", 1).text
+        == "CUDA error: out of memory"
+    )
     assert lines.peel("a table | [1/2]", 1).text.endswith("[1/2]")
 
 
@@ -101,13 +103,24 @@ def _plan(config: dict, tmp_path, header: bytes | None = None) -> tuple[int, str
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("key, value", [
-    ("num_attention_heads", 0), ("num_attention_heads", -8), ("num_attention_heads", 32.5),
-    ("num_attention_heads", True), ("num_key_value_heads", 0), ("head_dim", 0), ("head_dim", -64),
-    ("vocab_size", float("nan")), ("vocab_size", 10 ** 300), ("hidden_size", 1e300),
-    ("max_position_embeddings", float("inf")), ("intermediate_size", -1),
-    ("rope_scaling", {"rope_type": "llama3", "factor": float("nan")}),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("num_attention_heads", 0),
+        ("num_attention_heads", -8),
+        ("num_attention_heads", 32.5),
+        ("num_attention_heads", True),
+        ("num_key_value_heads", 0),
+        ("head_dim", 0),
+        ("head_dim", -64),
+        ("vocab_size", float("nan")),
+        ("vocab_size", 10**300),
+        ("hidden_size", 1e300),
+        ("max_position_embeddings", float("inf")),
+        ("intermediate_size", -1),
+        ("rope_scaling", {"rope_type": "llama3", "factor": float("nan")}),
+    ],
+)
 def test_an_implausible_config_figure_is_one_line_never_fits(tmp_path, key, value):
     config = json.loads(LLAMA.read_text())
     config[key] = value
@@ -117,13 +130,13 @@ def test_an_implausible_config_figure_is_one_line_never_fits(tmp_path, key, valu
 
 
 def test_a_plausible_config_still_fits(tmp_path):
-    code, out, err = _plan(json.loads(LLAMA.read_text()), tmp_path)
+    code, out, _err = _plan(json.loads(LLAMA.read_text()), tmp_path)
     assert code == 0 and json.loads(out)["verdict"] == "fits"
 
 
 def test_huge_safetensors_dimensions_stop_at_the_first_one(tmp_path):
-    tensors = {f"t{i}": {"dtype": "F4", "shape": [10 ** 200] * 16, "data_offsets": [0, 1]} for i in range(3000)}
-    code, out, err = _plan(json.loads(LLAMA.read_text()), tmp_path, json.dumps(tensors).encode())
+    tensors = {f"t{i}": {"dtype": "F4", "shape": [10**200] * 16, "data_offsets": [0, 1]} for i in range(3000)}
+    _code, out, err = _plan(json.loads(LLAMA.read_text()), tmp_path, json.dumps(tensors).encode())
     notes = json.loads(out)["notes"]
     assert err == "" and any("'t0': dimension" in n and "not plausible" in n for n in notes), notes
     assert json.loads(out)["weights_source"].startswith("estimated")  # counted from config.json instead

@@ -18,15 +18,15 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from secret_cases import FAILED, FATAL_LINE, SECRETS, SECRETS_ROUND_TWO
-from triage.ingest import read
+
 from triage.apps.cli import main
-from triage.diagnose.report_builder import EVIDENCE_CHARS
-from triage.pipeline import load_rules
-from triage.ingest.read import InputStats, iter_lines
-from triage.render import FORMATS
 from triage.apps.serve.job import analyse_bytes
+from triage.diagnose.report_builder import EVIDENCE_CHARS
+from triage.ingest import read
+from triage.ingest.read import InputStats, iter_lines
+from triage.pipeline import load_rules
+from triage.render import FORMATS
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 PER_KIND = 200 if FUZZ else 4
@@ -48,7 +48,9 @@ QUOTED = [
     ("header-basic", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
 ]
 KINDS = [(name, text, secret) for name, text, secret, _ in SECRETS] + QUOTED
-KINDS += [kind for kind in SECRETS_ROUND_TWO if kind[0] in ("azure-sas", "docker-auth", "url-encoded-token", "s3-signed-url")]
+KINDS += [
+    kind for kind in SECRETS_ROUND_TWO if kind[0] in ("azure-sas", "docker-auth", "url-encoded-token", "s3-signed-url")
+]
 
 FATAL_PREFIX = "ERROR 07-18 09:31:06 [core.py:586] "  # where the failure message starts in the fatal line
 MESSAGE_CUTS = [1000, 2000, 400, 500, 1500, 375, 2900, 3000]  # pipeline, rules, terminal, junit, github, slack
@@ -59,7 +61,7 @@ def windows(secret: str, size: int = 6) -> set[str]:
     """Every piece of the secret a cut could leave: the whole, or any `size` characters of it."""
     if len(secret) <= size:
         return {secret}
-    return {secret[i:i + size] for i in range(len(secret) - size + 1)}
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
 
 
 def planted(text: str, at: int) -> bytes:
@@ -100,8 +102,12 @@ def assert_absent(secret: str, found: dict[str, str], where: str) -> None:
 
 
 @pytest.mark.parametrize("name, text, secret", KINDS, ids=[k[0] for k in KINDS])
-@settings(max_examples=PER_KIND, deadline=None, derandomize=not FUZZ,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=PER_KIND,
+    deadline=None,
+    derandomize=not FUZZ,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_a_secret_at_any_offset_around_a_cut_is_in_no_output(name, text, secret, data, tmp_path, monkeypatch):
     cut = data.draw(st.sampled_from(LINE_CUTS), label="cut")
@@ -152,7 +158,7 @@ def test_a_secret_across_the_64_kib_line_cut_leaves_no_fragment(name, text, secr
     for at in range(limit - len(text) - 2, limit + 3):
         line = "x " * (at // 2) + " " * (at % 2) + text + " tail"
         [cut] = list(iter_lines(io.BytesIO(line.encode()), InputStats("long")))
-        clean = LineRedactor()(cut[-(len(text) + 2 * read.CUT_WORD_CHARS):])  # the rest is "x x x ..."
+        clean = LineRedactor()(cut[-(len(text) + 2 * read.CUT_WORD_CHARS) :])  # the rest is "x x x ..."
         leaked = [w for w in windows(secret) if w in clean]
         assert not leaked, f"{name} at {at}: {leaked[0]!r} survives the cut"
 
@@ -165,8 +171,9 @@ def test_the_tool_s_own_words_are_not_redacted():
     log = (FIXTURES / "hf_auth_required" / "v085-serve-no-token-gated-llama-401.log").read_bytes()
     for fmt, width in (("markdown", 100), ("terminal", 80), ("terminal", 60)):
         out = io.StringIO()
-        assert main(["-", "-f", fmt, "--width", str(width)], stdin=io.BytesIO(log), stdout=out,
-                    stderr=io.StringIO()) == 1
+        assert (
+            main(["-", "-f", fmt, "--width", str(width)], stdin=io.BytesIO(log), stdout=out, stderr=io.StringIO()) == 1
+        )
         text = out.getvalue()
         assert "HF_TOKEN=<your read token>" in " ".join(text.split()) and "[REDACTED] read token>" not in text
         if fmt == "terminal":
@@ -191,8 +198,13 @@ def test_a_private_key_across_lines_is_masked_and_the_log_after_it_kept():
     from triage.diagnose.redact import MASK, LineRedactor
 
     clean = LineRedactor()
-    lines = ["key: -----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=", "AAAEbm9uZQAAAAAAAAAB",
-             "-----END OPENSSH PRIVATE KEY----- after", "ERROR 07-18 09:31:06 [core.py:586] ValueError: boom"]
+    lines = [
+        "key: -----BEGIN OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU=",
+        "AAAEbm9uZQAAAAAAAAAB",
+        "-----END OPENSSH PRIVATE KEY----- after",
+        "ERROR 07-18 09:31:06 [core.py:586] ValueError: boom",
+    ]
     out = [clean(line) for line in lines]
     assert out[1:3] == [MASK, MASK] and out[3] == MASK + " after" and out[4] == lines[4]
     assert "b3BlbnNz" not in out[0]

@@ -7,12 +7,12 @@ and exits 2; `--traceback` adds the Python traceback for developers.
 
 from __future__ import annotations
 
-import io
 import inspect
+import io
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage import errors
 from triage.apps.cli import main
 
@@ -31,10 +31,18 @@ def test_one_hierarchy():
     assert str(errors.ExpressionError("bad", where="rules/a.yaml:3")) == "bad in rules/a.yaml:3"
 
 
-@pytest.mark.parametrize("exc", [
-    RuntimeError("boom\nsecond line of the message"), RecursionError("maximum recursion depth exceeded"),
-    MemoryError(), ValueError("x" * 5000), KeyError("k"), AttributeError("'NoneType' object has no attribute 'x'"),
-], ids=["runtime", "recursion", "memory", "long", "key", "attribute"])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError("boom\nsecond line of the message"),
+        RecursionError("maximum recursion depth exceeded"),
+        MemoryError(),
+        ValueError("x" * 5000),
+        KeyError("k"),
+        AttributeError("'NoneType' object has no attribute 'x'"),
+    ],
+    ids=["runtime", "recursion", "memory", "long", "key", "attribute"],
+)
 def test_internal_errors_are_one_line_without_a_traceback(exc, monkeypatch):
     def explode(*args, **kwargs):
         raise exc
@@ -56,7 +64,10 @@ def test_an_internal_error_in_a_renderer_is_one_line(monkeypatch):
 
     monkeypatch.setattr("triage.render.render", explode)
     code, _, err = cli([str(LOG), "-f", "markdown"])
-    assert code == 2 and err == "vllm-triage: internal error: TypeError: renderer broke (run with --traceback for details)\n"
+    assert (
+        code == 2
+        and err == "vllm-triage: internal error: TypeError: renderer broke (run with --traceback for details)\n"
+    )
 
 
 def test_an_internal_error_message_is_redacted(monkeypatch):
@@ -70,14 +81,17 @@ def test_an_internal_error_message_is_redacted(monkeypatch):
     assert code == 2 and token not in err
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--format", "pdf", "x.log"], "invalid choice"),
-    (["--no-such-flag", "x.log"], "unrecognized arguments"),
-    ([], "required: LOG"),
-    (["rules", "frobnicate"], "invalid choice"),
-    (["x.log", "-f", "json", "-f", "markdown"], "more than one --format"),
-    (["--width", "wide", "x.log"], "not a number"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--format", "pdf", "x.log"], "invalid choice"),
+        (["--no-such-flag", "x.log"], "unrecognized arguments"),
+        ([], "required: LOG"),
+        (["rules", "frobnicate"], "invalid choice"),
+        (["x.log", "-f", "json", "-f", "markdown"], "more than one --format"),
+        (["--width", "wide", "x.log"], "not a number"),
+    ],
+)
 def test_usage_errors_are_one_line(argv, words):
     code, out, err = cli(argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err

@@ -24,9 +24,9 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import CORPUS, FIXTURES, ROOT
 from secret_cases import FAILED
+
 from triage.apps.cli import main
 from triage.errors import InputError
 from triage.ingest.read import InputStats, iter_chunks, open_source
@@ -38,8 +38,14 @@ HANG_LIMIT = 120  # seconds a child may take before it counts as hung: far above
 
 def tool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The CLI in a child process; a hang is a failed test (TimeoutExpired), not a stuck suite."""
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=HANG_LIMIT, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "triage", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def one_line(err: str) -> str:
@@ -70,6 +76,7 @@ def write_fifo(path: Path, data: bytes, hold: threading.Event | None = None) -> 
 
 
 # ---- FIFOs ------------------------------------------------------------------------------------
+
 
 def test_follow_a_fifo_without_a_writer_is_no_input_at_its_timeout(tmp_path):
     fifo = tmp_path / "vllm.log"
@@ -146,6 +153,7 @@ def test_a_fifo_without_a_writer_is_no_input_after_a_bounded_wait(tmp_path):
 
 # ---- devices and sockets ----------------------------------------------------------------------
 
+
 @pytest.fixture
 def unix_socket(tmp_path):
     path = tmp_path / "s.log"
@@ -190,6 +198,7 @@ def test_batch_reads_a_growing_file_as_long_as_it_was_when_opened(tmp_path):
 
 # ---- rule packs -------------------------------------------------------------------------------
 
+
 def test_rule_packs_are_read_with_a_hard_cap_and_must_be_regular_files(tmp_path):
     zero = tmp_path / "zero.yaml"
     zero.symlink_to("/dev/zero")  # st_size 0, endless: a size check by stat would read it forever
@@ -205,6 +214,7 @@ def test_rule_packs_are_read_with_a_hard_cap_and_must_be_regular_files(tmp_path)
 
 
 # ---- encodings and the binary sniff -----------------------------------------------------------
+
 
 def test_a_utf16_bom_followed_by_utf8_text_is_read_as_utf8():
     """PowerShell's `>` begins a file with a UTF-16LE BOM; `cat >>` then appends UTF-8."""

@@ -27,36 +27,46 @@ import subprocess
 import sys
 from pathlib import Path
 
+import line_shapes
 import pytest
+from conftest import FIXTURES, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import line_shapes
-from conftest import FIXTURES, ROOT
 from line_shapes import PATHOLOGICAL
-from triage.model import events as ev
-from triage.ingest import read
-from triage.rule_engine.op_budget import Budget, BudgetExceeded
+
 from triage.apps.cli import main
 from triage.diagnose.match import RULE_OPS
 from triage.errors import ExpressionError, InputError, TriageError
+from triage.ingest import read
+from triage.ingest.lines import Line, peel
+from triage.ingest.read import InputStats, iter_lines
+from triage.model import events as ev
+from triage.parse.parse import parse_line_detail
 from triage.rule_engine.expr import FactView, Trace, compile_expr
 from triage.rule_engine.functions import FUNCTIONS
+from triage.rule_engine.op_budget import Budget, BudgetExceeded
 from triage.rule_engine.template import compile_template
 from triage.timeline.facts import Fact
-from triage.ingest.lines import Line, peel
-from triage.parse.parse import parse_line_detail
-from triage.ingest.read import InputStats, iter_lines
 
 FUZZ = os.environ.get("VLLM_TRIAGE_FUZZ") == "1"
 EXAMPLES = 3000 if FUZZ else 80
 SCALE = 10 if FUZZ else 1
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None, derandomize=not FUZZ,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not FUZZ,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
-REAL_LINES = sorted({line for p in sorted(FIXTURES.glob("**/*.log"))
-                     for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()})
+REAL_LINES = sorted(
+    {
+        line
+        for p in sorted(FIXTURES.glob("**/*.log"))
+        for line in p.read_text(encoding="utf-8", errors="replace").splitlines()
+        if line.strip()
+    }
+)
 FAILURE_LOGS = sorted(p for p in FIXTURES.glob("*/*.log") if p.parent.name not in ("healthy", "damaged"))
 
 
@@ -68,6 +78,7 @@ def cli(argv: list[str], stdin: bytes | None = None) -> tuple[int, str, str]:
 
 def strict_json(text: str):
     """JSON as other tools read it: NaN and Infinity are not JSON."""
+
     def refuse(token: str):
         raise AssertionError(f"{token} in the JSON report")
 
@@ -103,9 +114,21 @@ def expected_lines(data: bytes) -> int:
 
 # ---- strategies ---------------------------------------------------------------------------------
 
-ANCHORS = ["CUDA out of memory. ", ": error: ", " is not divisible by ", "Error: ", " has no vLLM implementation",
-           "[repeated 3x across cluster]", "Tried to allocate ", "GiB", "Traceback (most recent call last):",
-           'File "x.py", line 1, in f', "max seq len (", "total_gpu_memory (", "# GPU blocks: "]
+ANCHORS = [
+    "CUDA out of memory. ",
+    ": error: ",
+    " is not divisible by ",
+    "Error: ",
+    " has no vLLM implementation",
+    "[repeated 3x across cluster]",
+    "Tried to allocate ",
+    "GiB",
+    "Traceback (most recent call last):",
+    'File "x.py", line 1, in f',
+    "max seq len (",
+    "total_gpu_memory (",
+    "# GPU blocks: ",
+]
 
 
 @st.composite
@@ -142,6 +165,7 @@ def to_line(text: str) -> Line:
 
 # ---- reading ------------------------------------------------------------------------------------
 
+
 @PROPERTY
 @given(st.binary(max_size=4000))
 def test_any_bytes_read_or_refused_cleanly(data):
@@ -156,14 +180,17 @@ def test_any_bytes_read_or_refused_cleanly(data):
     assert all(len(line) <= read.MAX_LINE_CHARS for line in lines)
 
 
-newline_soup = st.lists(st.sampled_from(["\n", "\r", "\r\n", " ", "x", "é", "\x00", "\ufffd", "INFO ", "\x1b[0m"]),
-                        max_size=200).map("".join)
+newline_soup = st.lists(
+    st.sampled_from(["\n", "\r", "\r\n", " ", "x", "é", "\x00", "\ufffd", "INFO ", "\x1b[0m"]), max_size=200
+).map("".join)
 
 
 @PROPERTY
-@given(st.one_of(newline_soup, st.lists(hostile_text, max_size=20).map("\n".join)),
-       st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-be-bom", "latin-1"]),
-       st.booleans())
+@given(
+    st.one_of(newline_soup, st.lists(hostile_text, max_size=20).map("\n".join)),
+    st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-be-bom", "latin-1"]),
+    st.booleans(),
+)
 def test_text_in_any_encoding_counts_every_line(text, encoding, gz):
     if encoding == "utf-16-be-bom":
         data = b"\xfe\xff" + text.encode("utf-16-be", errors="replace")
@@ -194,6 +221,7 @@ def test_long_lines_are_capped_and_counted(n_lines, length, unit):
 
 
 # ---- lines, parse -------------------------------------------------------------------------------
+
 
 @PROPERTY
 @given(hostile_text)
@@ -226,10 +254,13 @@ def test_pipeline_on_mutated_logs_counts_every_line(lines):
 FULL = 30_000 * SCALE  # characters: under the 64 KiB line cap, 100x the shortest measured
 
 
-@pytest.mark.parametrize("label, reader, unit, prefix, suffix",
-                         [(label, fn, *s) for label, fn, shapes in line_shapes.families() for s in shapes],
-                         ids=[f"{label}-{repr(s[1] + s[0] + s[2])[1:-1][:24]}"
-                              for label, _, shapes in line_shapes.families() for s in shapes])
+@pytest.mark.parametrize(
+    "label, reader, unit, prefix, suffix",
+    [(label, fn, *s) for label, fn, shapes in line_shapes.families() for s in shapes],
+    ids=[
+        f"{label}-{repr(s[1] + s[0] + s[2])[1:-1][:24]}" for label, _, shapes in line_shapes.families() for s in shapes
+    ],
+)
 def test_each_pathological_shape_gets_a_sound_answer(label, reader, unit, prefix, suffix):
     text = line_shapes.shape(unit, prefix, suffix)(FULL)
     out = reader(text)
@@ -270,6 +301,7 @@ def test_whole_pipeline_work_grows_linearly_with_the_lines():
 
 
 # ---- the CLI on hostile input ---------------------------------------------------------------------
+
 
 def test_empty_input():
     code, out, err = cli(["-", "-f", "json"], stdin=b"")
@@ -332,15 +364,17 @@ def _cli_in_subprocess(args: list[str]) -> dict:
 
     The peak is the process's own (VmHWM): Linux's ru_maxrss of a child also holds the peak of
     the parent it was forked from (the test run, hundreds of MiB late in the suite)."""
-    code = ("import io, json, resource\n"
-            "from triage.apps.cli import main\n"
-            "out, err = io.StringIO(), io.StringIO()\n"
-            f"rc = main({args!r}, stdout=out, stderr=err)\n"
-            "try:\n"
-            "    hwm = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
-            "except (OSError, IndexError, ValueError):\n"
-            "    hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'err': err.getvalue(), 'rss_mib': hwm // 1024}))\n")
+    code = (
+        "import io, json, resource\n"
+        "from triage.apps.cli import main\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        f"rc = main({args!r}, stdout=out, stderr=err)\n"
+        "try:\n"
+        "    hwm = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+        "except (OSError, IndexError, ValueError):\n"
+        "    hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'err': err.getvalue(), 'rss_mib': hwm // 1024}))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
@@ -386,11 +420,15 @@ def test_ten_million_empty_lines(tmp_path):
     assert code == 0 and report["input"]["lines"] == n and report["outcome"] == "incomplete"
 
 
-@pytest.mark.parametrize("head", [
-    b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00" + bytes(range(256)) * 8,
-    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8,
-    b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 8,
-], ids=["elf", "png", "zip"])
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"\x7fELF\x02\x01\x01\x00" + bytes(8) + b"\x02\x00\x3e\x00" + bytes(range(256)) * 8,
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8,
+        b"PK\x03\x04\x14\x00\x00\x00\x08\x00" + bytes(range(256)) * 8,
+    ],
+    ids=["elf", "png", "zip"],
+)
 def test_binary_files_are_refused_in_one_line(head, tmp_path):
     path = tmp_path / "thing.log"
     path.write_bytes(head)
@@ -431,8 +469,9 @@ def test_max_bytes_caps_the_expanded_size_of_gzip(tmp_path):
     assert code == 2 and "larger than the limit" in one_clear_line(err)
 
 
-@pytest.mark.parametrize("data", [gzip.compress(b"INFO hello\n" * 1000)[:60], b"\x1f\x8b\x08\x00garbage" * 20],
-                         ids=["cut", "garbage"])
+@pytest.mark.parametrize(
+    "data", [gzip.compress(b"INFO hello\n" * 1000)[:60], b"\x1f\x8b\x08\x00garbage" * 20], ids=["cut", "garbage"]
+)
 def test_damaged_gzip_is_one_line(data):
     code, _, err = cli(["-"], stdin=data)
     assert code == 2 and "gzip" in one_clear_line(err)
@@ -454,29 +493,33 @@ def test_absurd_figures_give_a_best_effort_report(value):
 @pytest.mark.parametrize("util", ["7.5", "nan", "inf", "-1", "1e400", "0", "'x'", "[0.9]"])
 def test_named_absurd_figures(util):
     huge = "1" + "0" * 30
-    log = "\n".join([
+    log = "\n".join(
+        [
+            "(APIServer pid=7) INFO 10-02 21:07:48 [utils.py:328] non-default args: {'model': 'org/Model-7B', "
+            f"'max_model_len': {huge}, 'gpu_memory_utilization': {util}, 'tensor_parallel_size': -2}}",
+            f"INFO 05-02 11:00:00 [arg_utils.py:1] args: Namespace(model='x', gpu_memory_utilization={util}, "
+            f"max_model_len={huge}, swap_space=1e30, block_size=0)",
+            "INFO 05-02 11:00:00 [worker.py:1] Memory profiling takes 1.0 seconds. the current vLLM instance can use "
+            f"total_gpu_memory (1e30GiB) x gpu_memory_utilization ({util}) = -3.00GiB",
+            "INFO 05-02 11:00:00 [worker.py:1] model weights take -14.99GiB; non_torch_memory takes 1e30GiB; "
+            "PyTorch activation peak memory takes 99999999999999999999999.00GiB; the rest of the memory reserved "
+            "for KV Cache is -1e30GiB.",
+            "INFO 05-02 11:00:00 [gpu_executor.py:1] # GPU blocks: -5, # CPU blocks: 1" + "0" * 40,
+            "INFO 05-02 11:00:00 [gpu_model_runner.py:1] Model loading took 1e30 GiB and -3 seconds",
+            "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1e30 GiB. "
+            "GPU 0 has a total capacity of -1.00 GiB of which 7.5 EiB is free. Including non-PyTorch memory, this "
+            f"process has {huge} GiB memory in use. Of the allocated memory -67.31 GiB is allocated by PyTorch",
+            "ValueError: The model's max seq len (" + huge + ") is larger than the maximum number of tokens "
+            "that can be stored in KV cache (-12). Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.",
+        ]
+    )
+    short = (
         "(APIServer pid=7) INFO 10-02 21:07:48 [utils.py:328] non-default args: {'model': 'org/Model-7B', "
-        f"'max_model_len': {huge}, 'gpu_memory_utilization': {util}, 'tensor_parallel_size': -2}}",
-        f"INFO 05-02 11:00:00 [arg_utils.py:1] args: Namespace(model='x', gpu_memory_utilization={util}, "
-        f"max_model_len={huge}, swap_space=1e30, block_size=0)",
-        "INFO 05-02 11:00:00 [worker.py:1] Memory profiling takes 1.0 seconds. the current vLLM instance can use "
-        f"total_gpu_memory (1e30GiB) x gpu_memory_utilization ({util}) = -3.00GiB",
-        "INFO 05-02 11:00:00 [worker.py:1] model weights take -14.99GiB; non_torch_memory takes 1e30GiB; "
-        "PyTorch activation peak memory takes 99999999999999999999999.00GiB; the rest of the memory reserved "
-        "for KV Cache is -1e30GiB.",
-        "INFO 05-02 11:00:00 [gpu_executor.py:1] # GPU blocks: -5, # CPU blocks: 1" + "0" * 40,
-        "INFO 05-02 11:00:00 [gpu_model_runner.py:1] Model loading took 1e30 GiB and -3 seconds",
-        "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1e30 GiB. "
-        "GPU 0 has a total capacity of -1.00 GiB of which 7.5 EiB is free. Including non-PyTorch memory, this "
-        f"process has {huge} GiB memory in use. Of the allocated memory -67.31 GiB is allocated by PyTorch",
-        "ValueError: The model's max seq len (" + huge + ") is larger than the maximum number of tokens "
-        "that can be stored in KV cache (-12). Try increasing `gpu_memory_utilization` or decreasing "
-        "`max_model_len` when initializing the engine.",
-    ])
-    short = ("(APIServer pid=7) INFO 10-02 21:07:48 [utils.py:328] non-default args: {'model': 'org/Model-7B', "
-             f"'gpu_memory_utilization': {util}, 'max_model_len': {util}}}\n"
-             "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-             "16.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 11.02 GiB is free.\n")
+        f"'gpu_memory_utilization': {util}, 'max_model_len': {util}}}\n"
+        "ERROR 06-17 08:19:53 [core.py:515] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "16.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 11.02 GiB is free.\n"
+    )
     for text in (log, short):
         for fmt in ("json", "slack", "markdown", "terminal"):
             code, out, err = cli(["-", "-f", fmt], stdin=text.encode())
@@ -533,9 +576,26 @@ def test_a_permission_error_is_exit_2_in_one_line(tmp_path, monkeypatch):
 
 # ---- expressions and templates on hostile text ----------------------------------------------------
 
-NAMES = ["event", "facts", "failure", "seen", "x", "event.line", "event.requested", "facts.gpu_total_bytes",
-         "failure.message", "__class__", "event.__class__", "event.model_fields", "event.mro", "x.__globals__",
-         "facts.__init__", "event.model_dump", "x.real", "seen.append"]
+NAMES = [
+    "event",
+    "facts",
+    "failure",
+    "seen",
+    "x",
+    "event.line",
+    "event.requested",
+    "facts.gpu_total_bytes",
+    "failure.message",
+    "__class__",
+    "event.__class__",
+    "event.model_fields",
+    "event.mro",
+    "x.__globals__",
+    "facts.__init__",
+    "event.model_dump",
+    "x.real",
+    "seen.append",
+]
 NUMBERS = ["0", "1", "-1", "2.5", "1e30", "1e309", "9" * 400, "1e-300", "16", "3 GiB", "1 bytes"]
 CALLS = sorted(FUNCTIONS) + ["eval", "exec", "open", "__import__", "getattr", "type"]
 atoms = st.one_of(st.sampled_from(NAMES), st.sampled_from(NUMBERS), st.sampled_from(["'a'", '"b"', "none", "true"]))
@@ -543,10 +603,17 @@ atoms = st.one_of(st.sampled_from(NAMES), st.sampled_from(NUMBERS), st.sampled_f
 
 def _combine(children):
     return st.one_of(
-        st.tuples(children, st.sampled_from(["+", "-", "*", "/", "//", "%", "<", ">=", "==", "!=", " and ", " or ",
-                                             " in ", " not in "]), children).map("".join),
+        st.tuples(
+            children,
+            st.sampled_from(
+                ["+", "-", "*", "/", "//", "%", "<", ">=", "==", "!=", " and ", " or ", " in ", " not in "]
+            ),
+            children,
+        ).map("".join),
         st.tuples(st.sampled_from(CALLS), st.lists(children, max_size=3)).map(lambda t: f"{t[0]}({', '.join(t[1])})"),
-        children.map(lambda c: f"({c})"), children.map(lambda c: f"-{c}"), children.map(lambda c: f"not {c}"),
+        children.map(lambda c: f"({c})"),
+        children.map(lambda c: f"-{c}"),
+        children.map(lambda c: f"not {c}"),
         st.lists(children, max_size=3).map(lambda xs: f"[{', '.join(xs)}]"),
         st.tuples(children, children, children).map(lambda t: f"{t[0]} if {t[1]} else {t[2]}"),
     )
@@ -561,8 +628,14 @@ def _context(x):
     return {"event": event, "facts": facts, "failure": None, "seen": ["torch_oom"], "x": x}
 
 
-values = st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=10), st.lists(st.integers(), max_size=4),
-                   st.dictionaries(st.text(max_size=4), st.integers(), max_size=3))
+values = st.one_of(
+    st.none(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=10),
+    st.lists(st.integers(), max_size=4),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=3),
+)
 
 
 @PROPERTY
@@ -580,11 +653,22 @@ def test_expressions_compile_or_refuse_and_evaluate_or_refuse(source, x):
 
 
 @PROPERTY
-@given(st.lists(st.one_of(st.text(max_size=12), expressions.map(lambda e: "{" + e + "}"),
-                          st.tuples(expressions, st.sampled_from(["gib", "int", "comma", "pct", "x", "nope", "pids",
-                                                                  "list", "num", "fixed2", "mib", "human"]))
-                          .map(lambda t: "{" + t[0] + "|" + t[1] + "}")), max_size=6).map("".join),
-       values)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=12),
+            expressions.map(lambda e: "{" + e + "}"),
+            st.tuples(
+                expressions,
+                st.sampled_from(
+                    ["gib", "int", "comma", "pct", "x", "nope", "pids", "list", "num", "fixed2", "mib", "human"]
+                ),
+            ).map(lambda t: "{" + t[0] + "|" + t[1] + "}"),
+        ),
+        max_size=6,
+    ).map("".join),
+    values,
+)
 def test_templates_render_text_or_none(source, x):
     try:
         template = compile_template(source)
@@ -597,11 +681,28 @@ def test_templates_render_text_or_none(source, x):
     assert out is None or isinstance(out, str)
 
 
-@pytest.mark.parametrize("source", [
-    "round(5, -1000000000)", "round(1e30, 1000000000)", "divisors(999983)", "divisors(1000000, 'a')",
-    "3 in 'abc'", "[1] in 'abc'", "min('a', 1)", "max([1, 'a'])", "sum(5)", "clamp(1, 'a', 2)",
-    "gib(" + "9" * 29 + ")", "round_down(5, 0)", "len(5)", "last(5)", "int(1e30)", "1e30 * 1e30", "-(-(-1e30))",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "round(5, -1000000000)",
+        "round(1e30, 1000000000)",
+        "divisors(999983)",
+        "divisors(1000000, 'a')",
+        "3 in 'abc'",
+        "[1] in 'abc'",
+        "min('a', 1)",
+        "max([1, 'a'])",
+        "sum(5)",
+        "clamp(1, 'a', 2)",
+        "gib(" + "9" * 29 + ")",
+        "round_down(5, 0)",
+        "len(5)",
+        "last(5)",
+        "int(1e30)",
+        "1e30 * 1e30",
+        "-(-(-1e30))",
+    ],
+)
 def test_functions_on_hostile_arguments_are_quick_and_clean(source):
     try:
         compile_expr(source).evaluate(_context(1), Trace(budget=Budget(RULE_OPS)))

@@ -14,8 +14,8 @@ import json
 import os
 
 import pytest
-
 from conftest import FIXTURES
+
 from triage.apps.cli import main
 from triage.render import FORMATS
 
@@ -63,12 +63,19 @@ def test_one_bad_name_does_not_fail_a_batch(bad_name, tmp_path):
     assert "kv_cache_insufficient        2" in out
 
 
-@pytest.mark.parametrize("argv", [
-    ["{log}", "--rules", LONG], ["{log}", "-o", "{tmp}/" + LONG], [LONG + ".log"], ["{tmp}/" + LONG + "/x.log"],
-    ["batch", "{log}", "--jobs", "1", "--jsonl", "{tmp}/" + LONG], ["{log}", "--rules", "{tmp}/" + LONG + "/p.yaml"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["{log}", "--rules", LONG],
+        ["{log}", "-o", "{tmp}/" + LONG],
+        [LONG + ".log"],
+        ["{tmp}/" + LONG + "/x.log"],
+        ["batch", "{log}", "--jobs", "1", "--jsonl", "{tmp}/" + LONG],
+        ["{log}", "--rules", "{tmp}/" + LONG + "/p.yaml"],
+    ],
+)
 def test_a_path_the_system_refuses_is_one_line(argv, tmp_path):
-    code, out, err = cli([a.format(log=LOG, tmp=tmp_path) for a in argv])
+    code, _out, err = cli([a.format(log=LOG, tmp=tmp_path) for a in argv])
     assert code == 2 and err.count("\n") == 1 and "internal error" not in err, err
     assert "File name too long" in err or "no such file" in err or "no log files" in err
 
@@ -79,8 +86,9 @@ def _summary(data: bytes) -> tuple:
     return code, report["input"]["lines"], report["failure"]["line"], [d["id"] for d in report["diagnoses"]]
 
 
-@pytest.mark.parametrize("bom, codec", [(b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
-                                        (b"", "utf-32")])
+@pytest.mark.parametrize(
+    "bom, codec", [(b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"), (b"", "utf-32")]
+)
 def test_utf32_with_a_bom_reads_like_utf8(bom, codec):
     text = LOG.read_text(encoding="utf-8")
     assert _summary(bom + text.encode(codec)) == _summary(text.encode("utf-8"))

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from triage.model import events as ev
 from triage.apps.cli import main
 from triage.errors import ExpressionError, RulePackError
+from triage.model import events as ev
 from triage.rule_engine.expr import MAX_EXPR_DEPTH, FactView, compile_expr
 from triage.rule_engine.functions import FUNCTIONS
+from triage.rule_engine.load import load_packs, load_taxonomy
 from triage.rule_engine.template import compile_template
 from triage.timeline.facts import Fact
-from triage.rule_engine.load import load_packs, load_taxonomy
 
 CAUSES = set(load_taxonomy())
 HEAD = "schema: 1\nrules:\n"
@@ -59,14 +59,19 @@ def check(argv: list[str]) -> tuple[int, str, str]:
 
 # ---- YAML --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "schema: 1\nrules: !!python/object/apply:os.system ['echo pwned']\n",
-    "schema: 1\nrules: !!python/object/new:subprocess.Popen [['id']]\n",
-    "schema: 1\nrules: !!python/name:os.system\n",
-    "schema: 1\nrules: !!python/module:os\n",
-    "schema: 1\nrules: !shell 'rm -rf /'\n",
-    "%TAG !e! tag:example.com,2000:\n---\nschema: 1\nrules: !e!thing x\n",
-], ids=["apply", "new", "name", "module", "local-tag", "tag-directive"])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "schema: 1\nrules: !!python/object/apply:os.system ['echo pwned']\n",
+        "schema: 1\nrules: !!python/object/new:subprocess.Popen [['id']]\n",
+        "schema: 1\nrules: !!python/name:os.system\n",
+        "schema: 1\nrules: !!python/module:os\n",
+        "schema: 1\nrules: !shell 'rm -rf /'\n",
+        "%TAG !e! tag:example.com,2000:\n---\nschema: 1\nrules: !e!thing x\n",
+    ],
+    ids=["apply", "new", "name", "module", "local-tag", "tag-directive"],
+)
 def test_tags_that_build_objects_are_refused(tmp_path, text):
     found = problems(tmp_path, text)
     assert any("not allowed" in p or "could not determine" in p for p in found), found
@@ -81,40 +86,61 @@ def test_a_billion_laughs_is_refused_at_the_first_alias(tmp_path):
     assert "aliases" in found[0] and "pack.yaml:3" in found[0]
 
 
-@pytest.mark.parametrize("text, line", [
-    ("schema: 1\nschema: 1\nrules: []\n", 2),
-    (HEAD + rule() + "    title: again\n", 6),
-    (HEAD + rule(figures="{a: '1', a: '2'}"), 6),
-])
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("schema: 1\nschema: 1\nrules: []\n", 2),
+        (HEAD + rule() + "    title: again\n", 6),
+        (HEAD + rule(figures="{a: '1', a: '2'}"), 6),
+    ],
+)
 def test_duplicate_keys_are_refused_with_their_line(tmp_path, text, line):
     found = problems(tmp_path, text)
     assert "duplicate key" in found[0] and f"pack.yaml:{line}" in found[0]
 
 
-@pytest.mark.parametrize("text", [
-    HEAD + "  - " + "[" * 5000 + "]" * 5000 + "\n",
-    HEAD + "  - " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
-    HEAD + "".join("  " * i + "- \n" for i in range(1, 200)),
-    HEAD + "".join("  " * i + f"k{i}:\n" for i in range(1, 200)),
-], ids=["flow-lists", "flow-maps", "block-lists", "block-maps"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEAD + "  - " + "[" * 5000 + "]" * 5000 + "\n",
+        HEAD + "  - " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
+        HEAD + "".join("  " * i + "- \n" for i in range(1, 200)),
+        HEAD + "".join("  " * i + f"k{i}:\n" for i in range(1, 200)),
+    ],
+    ids=["flow-lists", "flow-maps", "block-lists", "block-maps"],
+)
 def test_deep_nesting_is_a_clean_error_not_a_recursion_error(tmp_path, text):
     found = problems(tmp_path, text)
     assert any("nested more than" in p for p in found), found
 
 
-@pytest.mark.parametrize("text, words", [
-    (HEAD + "# " + "x" * (1 << 20) + "\n", "larger than"),
-    ("schema: 1" + "0" * 5000 + "\nrules: []\n", "cannot read rule pack"),
-    (b"schema: 1\nrules: [\xff\xfe]\n", "cannot read rule pack"),
-    ("schema: 1\x00\nrules: []\n", "unacceptable character"),
-    ("", "empty rule pack"),
-    ("- just\n- a list\n", "valid dictionary"),
-    ("schema: 1\nrules: []\n---\nschema: 1\n", "another document"),
-    (HEAD + "  - {? [a, b] : 1}\n", "plain value"),
-    (HEAD + "  - <<: {id: x}\n    cause: kv_cache_insufficient\n", "merge"),
-    ("schema: 1e309\nrules: []\n", "valid integer"),
-], ids=["oversized", "int-5000-digits", "not-utf8", "nul", "empty", "list", "two-docs", "list-key", "merge-key",
-        "float-schema"])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (HEAD + "# " + "x" * (1 << 20) + "\n", "larger than"),
+        ("schema: 1" + "0" * 5000 + "\nrules: []\n", "cannot read rule pack"),
+        (b"schema: 1\nrules: [\xff\xfe]\n", "cannot read rule pack"),
+        ("schema: 1\x00\nrules: []\n", "unacceptable character"),
+        ("", "empty rule pack"),
+        ("- just\n- a list\n", "valid dictionary"),
+        ("schema: 1\nrules: []\n---\nschema: 1\n", "another document"),
+        (HEAD + "  - {? [a, b] : 1}\n", "plain value"),
+        (HEAD + "  - <<: {id: x}\n    cause: kv_cache_insufficient\n", "merge"),
+        ("schema: 1e309\nrules: []\n", "valid integer"),
+    ],
+    ids=[
+        "oversized",
+        "int-5000-digits",
+        "not-utf8",
+        "nul",
+        "empty",
+        "list",
+        "two-docs",
+        "list-key",
+        "merge-key",
+        "float-schema",
+    ],
+)
 def test_malformed_packs_are_one_located_problem(tmp_path, text, words):
     found = problems(tmp_path, text)
     assert any(words in p for p in found), found
@@ -129,24 +155,44 @@ def test_a_huge_string_is_bounded_by_the_pack_size(tmp_path):
 
 # ---- expressions in packs ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("expr, words", [
-    ("'" + "(" * 1000 + "1" + ")" * 1000 + "'", "longer than"),
-    ("'" + "abs(" * 300 + "1" + ")" * 300 + "'", "nests more than"),
-    ("'" + "-" * 1500 + "1'", "nests more than"),
-    ("'" + "not " * 400 + "true'", "nests more than"),
-    ("'" + "[" * 600 + "]" * 600 + "'", "nests more than"),
-    ("'" + "1 + " * 1000 + "1'", "longer than"),
-    ("1e309", "out of range"),
-    ("'2e308 GiB'", "out of range"),
-    ("'" + "9" * 400 + "'", "out of range"),
-    ("'1 +'", "cannot parse"),
-    ("'eval(1)'", "unknown function"),
-    ("'event.__class__'", "'_'"),
-    (".inf", "out of range"),
-    (".nan", "out of range"),
-    ("'facts.gpu_total_bytes * bogus'", "unknown name 'bogus'"),
-], ids=["1000-parens", "300-calls", "1500-minus", "400-not", "600-lists", "long-sum", "1e309", "2e308-gib",
-        "400-digits", "syntax", "eval", "dunder", "yaml-inf", "yaml-nan", "unknown-name"])
+
+@pytest.mark.parametrize(
+    "expr, words",
+    [
+        ("'" + "(" * 1000 + "1" + ")" * 1000 + "'", "longer than"),
+        ("'" + "abs(" * 300 + "1" + ")" * 300 + "'", "nests more than"),
+        ("'" + "-" * 1500 + "1'", "nests more than"),
+        ("'" + "not " * 400 + "true'", "nests more than"),
+        ("'" + "[" * 600 + "]" * 600 + "'", "nests more than"),
+        ("'" + "1 + " * 1000 + "1'", "longer than"),
+        ("1e309", "out of range"),
+        ("'2e308 GiB'", "out of range"),
+        ("'" + "9" * 400 + "'", "out of range"),
+        ("'1 +'", "cannot parse"),
+        ("'eval(1)'", "unknown function"),
+        ("'event.__class__'", "'_'"),
+        (".inf", "out of range"),
+        (".nan", "out of range"),
+        ("'facts.gpu_total_bytes * bogus'", "unknown name 'bogus'"),
+    ],
+    ids=[
+        "1000-parens",
+        "300-calls",
+        "1500-minus",
+        "400-not",
+        "600-lists",
+        "long-sum",
+        "1e309",
+        "2e308-gib",
+        "400-digits",
+        "syntax",
+        "eval",
+        "dunder",
+        "yaml-inf",
+        "yaml-nan",
+        "unknown-name",
+    ],
+)
 def test_hostile_expressions_are_located_load_errors(tmp_path, expr, words):
     found = problems(tmp_path, HEAD + rule(rank=expr))
     assert len(found) == 1 and words in found[0], found
@@ -159,24 +205,36 @@ def test_thousands_of_placeholders_are_refused(tmp_path):
 
 
 def test_unknown_filter_and_field_names(tmp_path):
-    found = problems(tmp_path, HEAD + rule(explanation="'{event.line|exec}'", figures="{Bad-Name: '1', ok: 'x.__dict__'}"))
+    found = problems(
+        tmp_path, HEAD + rule(explanation="'{event.line|exec}'", figures="{Bad-Name: '1', ok: 'x.__dict__'}")
+    )
     joined = "\n".join(found)
     assert "unknown filter |exec" in joined and "snake_case" in joined and "'_'" in joined
 
 
 def test_every_problem_of_every_pack_at_once_with_file_line_and_rule(tmp_path):
-    a = pack(tmp_path, HEAD + rule("bad-one", rank="'1 +'") + rule("bad-two", confidence="1e309")
-             + rule("bad-three", colour="red"), "a.yaml")
-    pack(tmp_path, HEAD + rule("bad-four", figures="{x: 'open(1)'}") + rule("bad-five", rank="'" + "-" * 100 + "1'"),
-         "b.yaml")
+    a = pack(
+        tmp_path,
+        HEAD + rule("bad-one", rank="'1 +'") + rule("bad-two", confidence="1e309") + rule("bad-three", colour="red"),
+        "a.yaml",
+    )
+    pack(
+        tmp_path,
+        HEAD + rule("bad-four", figures="{x: 'open(1)'}") + rule("bad-five", rank="'" + "-" * 100 + "1'"),
+        "b.yaml",
+    )
     code, out, err = check(["rules", "check", str(tmp_path)])
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 5 and all(line.startswith("vllm-triage: ") for line in lines)
     # each at the line of the field at fault (the rules start at lines 3, 7 and 11)
-    expected = {"bad-one": ("a.yaml:6", "rank"), "bad-two": ("a.yaml:10", "confidence"),
-                "bad-three": ("a.yaml:14", "colour"), "bad-four": ("b.yaml:6", "figures.x"),
-                "bad-five": ("b.yaml:10", "rank")}
+    expected = {
+        "bad-one": ("a.yaml:6", "rank"),
+        "bad-two": ("a.yaml:10", "confidence"),
+        "bad-three": ("a.yaml:14", "colour"),
+        "bad-four": ("b.yaml:6", "figures.x"),
+        "bad-five": ("b.yaml:10", "rank"),
+    }
     for rid, (where, field) in expected.items():
         assert any(f"{where}: rule '{rid}': {field}: " in line for line in lines), (rid, err)
     assert str(a) in err
@@ -184,14 +242,22 @@ def test_every_problem_of_every_pack_at_once_with_file_line_and_rule(tmp_path):
 
 def test_a_problem_is_a_located_object_pointing_at_the_field(tmp_path):
     """Path, line, rule id and field are data (an editor or a test can use them), not only words."""
-    text = HEAD + rule("good-one") + rule("bad-one", figures="") + "      ok: 'facts.gpu_total_bytes'\n" \
-        + "      bad: 'open(1)'\n" + "    remedies:\n      - text: t\n        flags:\n          --x: '{1 +}'\n"
+    text = (
+        HEAD
+        + rule("good-one")
+        + rule("bad-one", figures="")
+        + "      ok: 'facts.gpu_total_bytes'\n"
+        + "      bad: 'open(1)'\n"
+        + "    remedies:\n      - text: t\n        flags:\n          --x: '{1 +}'\n"
+    )
     path = pack(tmp_path, text)
     with pytest.raises(RulePackError) as info:
         load_packs([path], CAUSES)
     found = info.value.problems
     assert [(p.path, p.line, p.rule, p.field) for p in found] == [
-        (str(path), 11, "bad-one", "figures.bad"), (str(path), 15, "bad-one", "remedies[0].flags.--x")]
+        (str(path), 11, "bad-one", "figures.bad"),
+        (str(path), 15, "bad-one", "remedies[0].flags.--x"),
+    ]
     assert "unknown function" in found[0].message
     assert str(found[0]) == f"{path}:11: rule 'bad-one': figures.bad: {found[0].message}"
 
@@ -224,25 +290,67 @@ def test_rules_can_hold_no_regex():
 
 # ---- the expression sandbox --------------------------------------------------------------------
 
+
 def _context():
     event = ev.TorchOom(line=3, origin="", device="CUDA", requested=1 << 30)
     facts = FactView({"gpu_total_bytes": Fact(80 << 30, 2)})
-    return {"event": event, "facts": facts, "failure": None, "seen": ["torch_oom"],
-            "attempt": {"index": 0, "count": 1}, "oom": event, "other_causes": []}
+    return {
+        "event": event,
+        "facts": facts,
+        "failure": None,
+        "seen": ["torch_oom"],
+        "attempt": {"index": 0, "count": 1},
+        "oom": event,
+        "other_causes": [],
+    }
 
 
 DATA = (type(None), bool, int, float, str, list, tuple, dict, ev.Event)
 
 
-@pytest.mark.parametrize("source", [
-    "event.model_fields", "event.mro", "event.model_dump", "event.model_config", "event.copy", "event.json",
-    "event.dict", "event.schema", "oom.model_validate", "facts.get", "facts.items", "facts._facts",
-    "seen.append", "seen.pop", "attempt.keys", "attempt.items", "attempt.get", "event.line.real",
-    "event.device.upper", "event.requested.bit_length", "seen.__class__", "event.__class__.__mro__",
-    "event.__globals__", "event.__init__.__globals__", "attempt.__class__", "facts.__dict__", "_x",
-    "__builtins__", "__import__", "event.__reduce__", "event.role", "event.facts", "event.states_cause",
-    "event.add_facts", "event.content", "event.describe", "event.__slots__", "event.__dataclass_fields__",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "event.model_fields",
+        "event.mro",
+        "event.model_dump",
+        "event.model_config",
+        "event.copy",
+        "event.json",
+        "event.dict",
+        "event.schema",
+        "oom.model_validate",
+        "facts.get",
+        "facts.items",
+        "facts._facts",
+        "seen.append",
+        "seen.pop",
+        "attempt.keys",
+        "attempt.items",
+        "attempt.get",
+        "event.line.real",
+        "event.device.upper",
+        "event.requested.bit_length",
+        "seen.__class__",
+        "event.__class__.__mro__",
+        "event.__globals__",
+        "event.__init__.__globals__",
+        "attempt.__class__",
+        "facts.__dict__",
+        "_x",
+        "__builtins__",
+        "__import__",
+        "event.__reduce__",
+        "event.role",
+        "event.facts",
+        "event.states_cause",
+        "event.add_facts",
+        "event.content",
+        "event.describe",
+        "event.__slots__",
+        "event.__dataclass_fields__",
+    ],
+)
 def test_attribute_names_reach_data_only(source):
     try:
         value = compile_expr(source).evaluate(_context())
@@ -251,8 +359,27 @@ def test_attribute_names_reach_data_only(source):
     assert isinstance(value, DATA) and not callable(value), (source, value)
 
 
-@pytest.mark.parametrize("name", ["eval", "exec", "open", "__import__", "getattr", "setattr", "type", "compile",
-                                  "globals", "vars", "dir", "print", "input", "breakpoint", "object", "system"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "eval",
+        "exec",
+        "open",
+        "__import__",
+        "getattr",
+        "setattr",
+        "type",
+        "compile",
+        "globals",
+        "vars",
+        "dir",
+        "print",
+        "input",
+        "breakpoint",
+        "object",
+        "system",
+    ],
+)
 def test_calls_outside_the_table_are_refused(name):
     with pytest.raises(ExpressionError, match="unknown function"):
         compile_expr(f"{name}(1)")

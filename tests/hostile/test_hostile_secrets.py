@@ -14,13 +14,12 @@ import io
 import json
 
 import pytest
+from secret_cases import ARGS_LINE, FAILED, FATAL_LINE, SECRETS, SECRETS_ROUND_TWO
 
-from secret_cases import ARGS_LINE, FAILED, FATAL_LINE, SECRETS, SECRETS_ROUND_TWO  # noqa: F401 - the cases, shared with other suites
 from triage.apps.cli import _triage_parser, main
 from triage.apps.output import NO_REDACT_WARNING
 from triage.diagnose.redact import MASK, redact_data, redact_text
 from triage.render import FORMATS
-
 
 
 def planted_log(text: str, as_model: bool) -> bytes:
@@ -77,21 +76,35 @@ def test_glued_and_storage_secrets_are_in_no_format(name, text, secret, tmp_path
         assert secret not in out and secret not in target.read_text(encoding="utf-8"), f"{name} leaked in {fmt}"
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("\x1b[1mhf_AbCdEfGhIjKlMnOpQrStUvWxYz0123\x1b[0m done \x1b[32mOK\x1b[0m", ["\x1b[1m", "\x1b[0m done \x1b[32mOK"]),
-    ("[1;33mapi_key[0m='abc12345' [32mok[0m", ["[1;33mapi_key[0m='", "' [32mok[0m"]),
-])
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        (
+            "\x1b[1mhf_AbCdEfGhIjKlMnOpQrStUvWxYz0123\x1b[0m done \x1b[32mOK\x1b[0m",
+            ["\x1b[1m", "\x1b[0m done \x1b[32mOK"],
+        ),
+        ("[1;33mapi_key[0m='abc12345' [32mok[0m", ["[1;33mapi_key[0m='", "' [32mok[0m"]),
+    ],
+)
 def test_redaction_puts_the_escapes_back_around_the_mask(text, kept):
     out = redact_text(text)
     assert MASK in out and "abc12345" not in out and "AbCdEf" not in out
     assert all(piece in out for piece in kept)
 
 
-@pytest.mark.parametrize("text", [
-    "AccountName=acct;EndpointSuffix=core.windows.net", "?sv=2021-06-08&se=2030-01-01&sp=r",
-    "{'auths': {'ghcr.io': {}}}", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20250101T000000Z",
-    "design=1 signal=SIGTERM", "[1;33mWARNING[0m tokenizer", "MY_hf_short", "\x1b[1mHF_TOKEN=<your read token>\x1b[0m",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AccountName=acct;EndpointSuffix=core.windows.net",
+        "?sv=2021-06-08&se=2030-01-01&sp=r",
+        "{'auths': {'ghcr.io': {}}}",
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20250101T000000Z",
+        "design=1 signal=SIGTERM",
+        "[1;33mWARNING[0m tokenizer",
+        "MY_hf_short",
+        "\x1b[1mHF_TOKEN=<your read token>\x1b[0m",
+    ],
+)
 def test_storage_shapes_leave_what_is_no_secret(text):
     assert redact_text(text) == text
 
@@ -118,23 +131,28 @@ def test_no_redact_says_it_is_for_local_use():
 def test_redaction_is_one_stage_for_data_and_text():
     data = {"a": ["x hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123", ("api_key='abc12345'",)], "b": {"c": "password: pw"}}
     out = json.dumps(redact_data(data))
-    assert "hf_Ab" not in out and "abc12345" not in out and "pw\"" not in out
+    assert "hf_Ab" not in out and "abc12345" not in out and 'pw"' not in out
 
 
-@pytest.mark.parametrize("text, keep", [
-    ("usage: vllm serve [-h] [--api-key API_KEY] [--hf-token [HF_TOKEN]]", True),
-    ("max_num_batched_tokens=8192, tokenizer='Qwen/Qwen2.5-7B', api_key=None", True),
-    ("http://localhost:8000/v1/models and https://huggingface.co/api?x=1", True),
-    ("api_key='<your-key>' hf_token=''", True),
-    ("Authorization: Bearer [REDACTED]", True),
-])
+@pytest.mark.parametrize(
+    "text, keep",
+    [
+        ("usage: vllm serve [-h] [--api-key API_KEY] [--hf-token [HF_TOKEN]]", True),
+        ("max_num_batched_tokens=8192, tokenizer='Qwen/Qwen2.5-7B', api_key=None", True),
+        ("http://localhost:8000/v1/models and https://huggingface.co/api?x=1", True),
+        ("api_key='<your-key>' hf_token=''", True),
+        ("Authorization: Bearer [REDACTED]", True),
+    ],
+)
 def test_what_is_not_a_secret_stays(text, keep):
     assert (redact_text(text) == text) is keep
 
 
 def test_multi_line_private_key_block():
-    text = "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\nAAAEbm9uZQ\n" \
-           "-----END OPENSSH PRIVATE KEY-----\nafter"
+    text = (
+        "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\nAAAEbm9uZQ\n"
+        "-----END OPENSSH PRIVATE KEY-----\nafter"
+    )
     out = redact_text(text)
     assert "b3BlbnNz" not in out and "AAAEbm9uZQ" not in out and out.endswith("after")
     assert "b3BlbnNz" not in redact_text("-----BEGIN PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA")  # cut off

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from re import _constants as C  # noqa: N812 - re's own names for its opcodes
+from re import _constants as C
 from re import _parser
 
 import pytest
@@ -83,8 +83,17 @@ def _char_nodes(tree) -> list:
 
 def _category(cat, ch: str) -> bool:
     name = str(cat).upper()
-    test = ch.isdigit() if "DIGIT" in name else ch.isspace() if "SPACE" in name else \
-        (ch.isalnum() or ch == "_") if "WORD" in name else ch == "\n" if "LINEBREAK" in name else True
+    test = (
+        ch.isdigit()
+        if "DIGIT" in name
+        else ch.isspace()
+        if "SPACE" in name
+        else (ch.isalnum() or ch == "_")
+        if "WORD" in name
+        else ch == "\n"
+        if "LINEBREAK" in name
+        else True
+    )
     return not test if "NOT" in name else test
 
 
@@ -175,6 +184,8 @@ def test_the_check_finds_exponential_shapes(pattern):
     assert nested_repeats(pattern)
 
 
-@pytest.mark.parametrize("pattern", [r"(?:\.\w+)*", r"(?:[A-Za-z_]\w*\.)*x", r"(?:, \w+: \d+)*", r"\w+(?:-\w+)?", r"a*b*"])
+@pytest.mark.parametrize(
+    "pattern", [r"(?:\.\w+)*", r"(?:[A-Za-z_]\w*\.)*x", r"(?:, \w+: \d+)*", r"\w+(?:-\w+)?", r"a*b*"]
+)
 def test_the_check_passes_anchored_or_flat_repeats(pattern):
     assert not nested_repeats(pattern)

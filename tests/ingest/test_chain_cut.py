@@ -16,18 +16,28 @@ from triage import pipeline
 from triage.ingest import chains, scan
 
 E = "(EngineCore_DP0 pid=311) ERROR 10-02 16:20:{s:02d} [core.py:718] "
-HEAD = ["(APIServer pid=1) INFO 10-02 16:20:00 [api_server.py:1896] vLLM API server version 0.10.2",
-        "(EngineCore_DP0 pid=311) INFO 10-02 16:20:01 [core.py:70] Initializing a V1 LLM engine (v0.10.2)"]
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of "
-       "79.19 GiB of which 2.05 GiB is free.")
+HEAD = [
+    "(APIServer pid=1) INFO 10-02 16:20:00 [api_server.py:1896] vLLM API server version 0.10.2",
+    "(EngineCore_DP0 pid=311) INFO 10-02 16:20:01 [core.py:70] Initializing a V1 LLM engine (v0.10.2)",
+]
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of "
+    "79.19 GiB of which 2.05 GiB is free."
+)
 
 
-def _link(i: int, exc: str, e: str, note: str = "During handling of the above exception, another exception "
-                                                  "occurred:") -> list[str]:
-    return [e + "Traceback (most recent call last):",
-            e + f'  File "/x/vllm/v1/worker/gpu_worker.py", line {100 + i % 50}, in retry_{i % 7}',
-            e + "    self.model_runner.profile_run()",
-            e + exc, e, e + note, e]
+def _link(
+    i: int, exc: str, e: str, note: str = "During handling of the above exception, another exception occurred:"
+) -> list[str]:
+    return [
+        e + "Traceback (most recent call last):",
+        e + f'  File "/x/vllm/v1/worker/gpu_worker.py", line {100 + i % 50}, in retry_{i % 7}',
+        e + "    self.model_runner.profile_run()",
+        e + exc,
+        e,
+        e + note,
+        e,
+    ]
 
 
 def _log(depth: int, odd: dict[int, str] | None = None, tick: int = 0, between: dict[int, str] | None = None) -> bytes:
@@ -38,8 +48,12 @@ def _log(depth: int, odd: dict[int, str] | None = None, tick: int = 0, between: 
         if between and i in between:
             out.append(between[i])
     e = E.format(s=59)
-    out += [e + "Traceback (most recent call last):", e + '  File "/x/vllm/v1/worker/gpu_worker.py", line 232, in '
-            "determine_available_memory", e + "    self.model_runner.profile_run()", e + OOM]
+    out += [
+        e + "Traceback (most recent call last):",
+        e + '  File "/x/vllm/v1/worker/gpu_worker.py", line 232, in determine_available_memory',
+        e + "    self.model_runner.profile_run()",
+        e + OOM,
+    ]
     return ("\n".join(out) + "\n").encode()
 
 
@@ -85,15 +99,18 @@ def test_a_deep_chain_cut_gives_the_full_report(depth, monkeypatch):
 
 
 def test_a_link_of_another_kind_in_the_middle_is_read(monkeypatch):
-    report = _same(_log(300, odd={150: OOM, 151: "ValueError: No available memory for the cache blocks."}),
-                   monkeypatch)
+    report = _same(_log(300, odd={150: OOM, 151: "ValueError: No available memory for the cache blocks."}), monkeypatch)
     assert report["notes"]
 
 
-@pytest.mark.parametrize("between", [
-    "(APIServer pid=1) ERROR 10-02 16:20:30 [core_client.py:564] RuntimeError: Engine core initialization failed.",
-    "plain text with no prefix", "(EngineCore_DP0 pid=311) ERROR 10-02 16:20:27 [core.py:718] Traceback (most recent "
-    "call last):"])
+@pytest.mark.parametrize(
+    "between",
+    [
+        "(APIServer pid=1) ERROR 10-02 16:20:30 [core_client.py:564] RuntimeError: Engine core initialization failed.",
+        "plain text with no prefix",
+        "(EngineCore_DP0 pid=311) ERROR 10-02 16:20:27 [core.py:718] Traceback (most recent call last):",
+    ],
+)
 def test_a_line_of_another_kind_between_links_is_read(between, monkeypatch):
     _same(_log(200, between={60: between, 120: between}), monkeypatch)
 
@@ -107,7 +124,7 @@ def test_timestamps_that_move_along_the_chain_do_not_end_it(monkeypatch):
 def test_the_scan_skips_repeated_links_within_a_chunk(chunk, monkeypatch):
     data = _log(300)
     stats = scan.InputStats("log")
-    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+    pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     marked = scan.iter_marked(iter(pieces), stats, pipeline.matcher(), 3)
     handed = list(marked)
     assert marked.skipped_links > 0 and stats.lines == data.count(b"\n")
@@ -116,6 +133,10 @@ def test_the_scan_skips_repeated_links_within_a_chunk(chunk, monkeypatch):
 
 
 def test_a_link_too_long_to_hold_is_handed_on(monkeypatch):
-    frames = "\n".join(E.format(s=27) + f'  File "/x/m.py", line {i}, in f{i}' for i in range(chains.MAX_LINK_LINES + 50))
-    data = _log(200, odd={40: frames[len(E.format(s=27)):] + "\n" + E.format(s=27) + "RuntimeError: attempt 40 failed"})
+    frames = "\n".join(
+        E.format(s=27) + f'  File "/x/m.py", line {i}, in f{i}' for i in range(chains.MAX_LINK_LINES + 50)
+    )
+    data = _log(
+        200, odd={40: frames[len(E.format(s=27)) :] + "\n" + E.format(s=27) + "RuntimeError: attempt 40 failed"}
+    )
     _same(data, monkeypatch)

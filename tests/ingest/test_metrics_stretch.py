@@ -14,25 +14,26 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from installed_engines import installed_engines
 
 from triage.ingest import scan
 from triage.ingest.read import InputStats, iter_chunks
 from triage.parse import stream, vocabulary
-from installed_engines import installed_engines
-
-
-
-
 
 ENGINES = installed_engines()
-V1 = ("({who} pid={pid}) {level} 10-02 16:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
-      "{a}.2 tokens/s, Avg generation throughput: 616.4 tokens/s, Running: {run} reqs, Waiting: 3 reqs, "
-      "GPU KV cache usage: 1.0%, Prefix cache hit rate: 22.5%")
-V0 = ("{level} 10-02 16:{m:02d}:{s:02d}.{a} metrics.py:351] Avg prompt throughput: {a}.8 tokens/s, Avg generation "
-      "throughput: 245.5 tokens/s, Running: {run} reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 46.0%, "
-      "CPU KV cache usage: 0.0%.")
+V1 = (
+    "({who} pid={pid}) {level} 10-02 16:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+    "{a}.2 tokens/s, Avg generation throughput: 616.4 tokens/s, Running: {run} reqs, Waiting: 3 reqs, "
+    "GPU KV cache usage: 1.0%, Prefix cache hit rate: 22.5%"
+)
+V0 = (
+    "{level} 10-02 16:{m:02d}:{s:02d}.{a} metrics.py:351] Avg prompt throughput: {a}.8 tokens/s, Avg generation "
+    "throughput: 245.5 tokens/s, Running: {run} reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 46.0%, "
+    "CPU KV cache usage: 0.0%."
+)
 LINES = {
-    "v1": V1, "v0": V0,
+    "v1": V1,
+    "v0": V0,
     "v1_401": V1.replace("{run} reqs", "401 reqs"),  # a figure the grammar's HTTP rule tries
     "v1_field": V1 + ", Frobnicated: 3 reqs",  # an unknown field: still a metrics line to the scanner
     "v1_word": V1 + ", RuntimeError: boom",  # another word: read the full way
@@ -41,7 +42,7 @@ LINES = {
     "v1_frame": "Loading: 50%\r" + V1,  # a `\r` frame before the line
     "v1_cr": V1 + "\r",  # a `\r` before its newline
     "request": "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: "
-               "prompt: 'why torch.OutOfMemoryError: CUDA out of memory', params: SamplingParams(n=1)",
+    "prompt: 'why torch.OutOfMemoryError: CUDA out of memory', params: SamplingParams(n=1)",
     "access": '(APIServer pid={pid}) INFO:     10.0.0.{a}:5000 - "POST /v1/completions HTTP/1.1" 200 OK',
     "error": "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] RuntimeError: CUDA error: out of memory",
     "plain": "plain text {a}",
@@ -55,8 +56,15 @@ _WHO = ["APIServer", "APIServer", "EngineCore_DP0", "EngineCore_DP1 TP0", "Worke
 def _log(kinds: list[tuple[str, int, int]]) -> bytes:
     out = []
     for i, (kind, origin, level) in enumerate(kinds):
-        f = {"who": _WHO[origin], "pid": origin + 1, "level": ("INFO", "DEBUG", "WARNING")[level],
-             "m": i // 60 % 60, "s": i % 60, "a": i, "run": i % 50}
+        f = {
+            "who": _WHO[origin],
+            "pid": origin + 1,
+            "level": ("INFO", "DEBUG", "WARNING")[level],
+            "m": i // 60 % 60,
+            "s": i % 60,
+            "a": i,
+            "run": i % 50,
+        }
         out.append(LINES[kind].format(**f))
     return "\n".join(out).encode() + b"\n"
 
@@ -64,7 +72,7 @@ def _log(kinds: list[tuple[str, int, int]]) -> bytes:
 def _marked(data: bytes, engine: str, chunk: int, seed: int, fast: bool) -> tuple[list, int, int]:
     """The lines handed on, the lines counted, and the lines taken by stretches."""
     stats = InputStats("log")
-    chunks = iter([data[i:i + chunk] for i in range(0, len(data), chunk)])
+    chunks = iter([data[i : i + chunk] for i in range(0, len(data), chunk)])
     marked = scan.iter_marked(chunks, stats, vocabulary.matcher(engine), stream.MAX_JOINS)
     scanner = marked._scanner
     if not fast:
@@ -90,16 +98,26 @@ _CHUNK = st.one_of(st.integers(1, 400), st.integers(400, 8192), st.just(1 << 20)
 
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(_KIND, st.sampled_from([0, 0, 0, 1, 2, 3, 4]), st.sampled_from([0, 0, 0, 1, 2])),
-                min_size=1, max_size=120), _CHUNK, st.integers(0, 3))
+@given(
+    st.lists(
+        st.tuples(_KIND, st.sampled_from([0, 0, 0, 1, 2, 3, 4]), st.sampled_from([0, 0, 0, 1, 2])),
+        min_size=1,
+        max_size=120,
+    ),
+    _CHUNK,
+    st.integers(0, 3),
+)
 def test_stretches_hand_on_what_the_line_by_line_path_does(engine, kinds, chunk, seed):
     _same(_log(kinds), engine, chunk, seed)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(_METRICS), st.sampled_from([0, 1, 2]), st.just(0)), min_size=50,
-                max_size=400), st.sampled_from(["\n", "\r\n"]), _CHUNK)
+@given(
+    st.lists(st.tuples(st.sampled_from(_METRICS), st.sampled_from([0, 1, 2]), st.just(0)), min_size=50, max_size=400),
+    st.sampled_from(["\n", "\r\n"]),
+    _CHUNK,
+)
 def test_long_runs_of_few_origins_are_taken_whole(engine, kinds, newline, chunk):
     data = _log(kinds).replace(b"\n", newline.encode())
     taken = _same(data, engine, chunk)

@@ -18,15 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage.parse import stream
-from triage.diagnose import report_builder
 from triage import pipeline
-from triage.parse import parse
-from triage.ingest import periodic
-from triage.ingest import scan
-from triage.parse import vocabulary
+from triage.diagnose import report_builder
+from triage.ingest import periodic, scan
 from triage.ingest.lines import peel, starts_record
 from triage.ingest.reshape import Unfolded
+from triage.parse import parse, stream, vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
@@ -68,29 +65,48 @@ def test_fast_metrics_parse_equals_the_grammar_on_real_lines(source):
     assert fast >= len(lines) // 2  # most real lines take the fast path
 
 
-_NUM = st.one_of(st.integers(0, 99999).map(str), st.floats(0, 1e5, allow_nan=False).map(lambda f: f"{f:.1f}"),
-                 st.sampled_from(["401", "403.0", "401.5", "1401.0", "0.0"]))  # HTTP codes are anchor words
-_FIELD = st.tuples(st.sampled_from(periodic._FIELDS + ("Speculative draft acceptance rate", "Killed")), _NUM,
-                   st.sampled_from(["tokens/s", "reqs", "%", " %", ""]))
+_NUM = st.one_of(
+    st.integers(0, 99999).map(str),
+    st.floats(0, 1e5, allow_nan=False).map(lambda f: f"{f:.1f}"),
+    st.sampled_from(["401", "403.0", "401.5", "1401.0", "0.0"]),
+)  # HTTP codes are anchor words
+_FIELD = st.tuples(
+    st.sampled_from(periodic._FIELDS + ("Speculative draft acceptance rate", "Killed")),
+    _NUM,
+    st.sampled_from(["tokens/s", "reqs", "%", " %", ""]),
+)
 
 
 def _metrics_text(engine, first, fields, period):
     body = f"Avg prompt throughput: {first} tokens/s" + "".join(
         f", {name}: {value}{unit if unit.startswith(' ') or not unit else ' ' + unit if unit != '%' else unit}"
-        for name, value, unit in fields)
+        for name, value, unit in fields
+    )
     return (f"Engine {engine:03d}: " if engine is not None else "") + body + ("." if period else "")
 
 
-_HEADS = st.sampled_from([
-    "(APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] ", "INFO 10-02 16:20:11 metrics.py:351] ",
-    "INFO 12-28 20:31:40 llm_engine.py:1110] ", "3: INFO 10-02 16:20:11 metrics.py:351] ",
-    "\x1b[1;36m(APIServer pid=7)\x1b[0;0m INFO 10-02 16:20:11 [loggers.py:123] ", "",
-    "2025-01-01T10:00:00.123Z (APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] "])
+_HEADS = st.sampled_from(
+    [
+        "(APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] ",
+        "INFO 10-02 16:20:11 metrics.py:351] ",
+        "INFO 12-28 20:31:40 llm_engine.py:1110] ",
+        "3: INFO 10-02 16:20:11 metrics.py:351] ",
+        "\x1b[1;36m(APIServer pid=7)\x1b[0;0m INFO 10-02 16:20:11 [loggers.py:123] ",
+        "",
+        "2025-01-01T10:00:00.123Z (APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(_HEADS, st.one_of(st.none(), st.integers(0, 7)), _NUM, st.lists(_FIELD, max_size=8), st.booleans(),
-       st.sampled_from(["", " ", "  trailing words", " Traceback (most recent call last):"]))
+@given(
+    _HEADS,
+    st.one_of(st.none(), st.integers(0, 7)),
+    _NUM,
+    st.lists(_FIELD, max_size=8),
+    st.booleans(),
+    st.sampled_from(["", " ", "  trailing words", " Traceback (most recent call last):"]),
+)
 def test_fast_metrics_parse_equals_the_grammar_on_generated_lines(head, engine, first, fields, period, tail):
     raw = head + _metrics_text(engine, first, fields, period) + tail
     line = peel(raw, 5)
@@ -112,29 +128,41 @@ def test_quiet_scan_gives_the_same_report_on_fixtures(path, monkeypatch):
     assert _report(data, True, monkeypatch) == _report(data, False, monkeypatch)
 
 
-V1 = "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: " \
-     "{a}.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache " \
-     "usage: 0.{a}%, Prefix cache hit rate: 0.0%"
-V0 = "INFO 10-02 16:{m:02d}:{s:02d} metrics.py:351] Avg prompt throughput: {a}.0 tokens/s, Avg generation " \
-     "throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, " \
-     "CPU KV cache usage: 0.0%."
-REQUEST = "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: " \
-          "prompt: 'why torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\\nTraceback " \
-          "(most recent call last):', params: SamplingParams(n=1)"
+V1 = (
+    "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+    "{a}.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+    "usage: 0.{a}%, Prefix cache hit rate: 0.0%"
+)
+V0 = (
+    "INFO 10-02 16:{m:02d}:{s:02d} metrics.py:351] Avg prompt throughput: {a}.0 tokens/s, Avg generation "
+    "throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%, "
+    "CPU KV cache usage: 0.0%."
+)
+REQUEST = (
+    "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: "
+    "prompt: 'why torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\\nTraceback "
+    "(most recent call last):', params: SamplingParams(n=1)"
+)
 # A prompt whose words all lie past what the scan keeps of a request line (mask_requests).
-REQUEST_LONG = "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: " \
-               "prompt: '" + "plain words " * 12 + "RuntimeError: CUDA error: out of memory\\nValueError: No " \
-               "available memory for the cache blocks.', params: SamplingParams(n=1)"
-ACCESS = "(APIServer pid={pid}) INFO:     10.0.0.{a}:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK"
-START = ["(APIServer pid=1) INFO 10-02 16:00:00 [api_server.py:1896] vLLM API server version 0.10.2",
-         "(APIServer pid=1) INFO 10-02 16:00:01 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000",
-         "(APIServer pid=1) INFO:     Application startup complete."]
-DEATH = ["(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] EngineCore encountered a fatal error.",
-         "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] Traceback (most recent call last):",
-         '(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710]   File "/x/vllm/v1/engine/core.py", line 701, '
-         "in run_engine_core",
-         "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] torch.OutOfMemoryError: CUDA out of memory. "
-         "Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.05 GiB is free."]
+REQUEST_LONG = (
+    "(APIServer pid={pid}) INFO 10-02 16:{m:02d}:{s:02d} [logger.py:41] Received request chatcmpl-{a}: "
+    "prompt: '" + "plain words " * 12 + "RuntimeError: CUDA error: out of memory\\nValueError: No "
+    "available memory for the cache blocks.', params: SamplingParams(n=1)"
+)
+ACCESS = '(APIServer pid={pid}) INFO:     10.0.0.{a}:5000 - "POST /v1/completions HTTP/1.1" 200 OK'
+START = [
+    "(APIServer pid=1) INFO 10-02 16:00:00 [api_server.py:1896] vLLM API server version 0.10.2",
+    "(APIServer pid=1) INFO 10-02 16:00:01 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000",
+    "(APIServer pid=1) INFO:     Application startup complete.",
+]
+DEATH = [
+    "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] EngineCore encountered a fatal error.",
+    "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] Traceback (most recent call last):",
+    '(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710]   File "/x/vllm/v1/engine/core.py", line 701, '
+    "in run_engine_core",
+    "(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.05 GiB is free.",
+]
 _KINDS = st.sampled_from(["v1", "v1", "v1b", "v0", "request", "request_long", "access", "death", "blank"])
 
 
@@ -144,14 +172,22 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
     out = list(START)
     for i, kind in enumerate(kinds):
         f = {"pid": 2 if kind == "v1b" else 1, "m": i // 60 % 60, "s": i % 60, "a": i}
-        out += DEATH if kind == "death" else [""] if kind == "blank" else [
-            {"v1": V1, "v1b": V1, "v0": V0, "request": REQUEST, "request_long": REQUEST_LONG,
-             "access": ACCESS}[kind].format(**f)]
+        out += (
+            DEATH
+            if kind == "death"
+            else [""]
+            if kind == "blank"
+            else [
+                {"v1": V1, "v1b": V1, "v0": V0, "request": REQUEST, "request_long": REQUEST_LONG, "access": ACCESS}[
+                    kind
+                ].format(**f)
+            ]
+        )
     data = ("\r\n" if crlf else "\n").join(out).encode() + b"\n"
     reports = []
     for quiet in (True, False):
         stats = scan.InputStats("log")
-        chunks = [data[i:i + chunk_kib * 64] for i in range(0, len(data), chunk_kib * 64)]
+        chunks = [data[i : i + chunk_kib * 64] for i in range(0, len(data), chunk_kib * 64)]
         marked = scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), stream.MAX_JOINS, quiet=quiet)
         timeline = pipeline.Timeline()
         texts = {}
@@ -159,16 +195,20 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
             texts[line.no] = (line.origin, report_builder.evidence_text(line))
             timeline.feed(line, events)
         timeline.finish()
-        reports.append((report_builder.build_report(timeline, pipeline.load_rules(), texts, stats).model_dump(),
-                        stats.lines))
+        reports.append(
+            (report_builder.build_report(timeline, pipeline.load_rules(), texts, stats).model_dump(), stats.lines)
+        )
     assert reports[0] == reports[1]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(["(APIServer pid=1) ", "(APIServer pid=12345) ", ""]), st.sampled_from(["INFO", "DEBUG"]),
-       st.sampled_from(["[logger.py:41] ", "logger.py:37] ", "[logger.py:71]  "]),
-       st.sampled_from(["Received request ", "Generated response ", "Received  request "]),
-       st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=80))
+@given(
+    st.sampled_from(["(APIServer pid=1) ", "(APIServer pid=12345) ", ""]),
+    st.sampled_from(["INFO", "DEBUG"]),
+    st.sampled_from(["[logger.py:41] ", "logger.py:37] ", "[logger.py:71]  "]),
+    st.sampled_from(["Received request ", "Generated response ", "Received  request "]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=80),
+)
 def test_request_lines_dropped_by_the_scan_are_those_the_pipeline_drops(origin, level, source, what, rest):
     raw = f"{origin}{level} 10-02 16:20:11 {source}{what}CUDA out of memory {rest}"
     data = raw.encode()
@@ -186,14 +226,16 @@ def test_request_text_is_masked_past_the_header_only():
     request = head + b"x" * 10 + b" CUDA out of memory " * 20
     other = b"(APIServer pid=1) INFO 10-02 16:20:48 [core.py:41] prompt: Received request CUDA out of memory"
     long_line = head + b"y" * (70 * 1024)
-    data = b"\n".join([other, request, b"ERROR x] Received request CUDA out of memory " * 5, long_line, request]) + b"\n"
+    data = (
+        b"\n".join([other, request, b"ERROR x] Received request CUDA out of memory " * 5, long_line, request]) + b"\n"
+    )
     masked = periodic.mask_requests(data, 0, len(data), 16)
     assert len(masked) == len(data)
     lines, kept = masked.split(b"\n"), data.split(b"\n")
     assert lines[0] == kept[0] and lines[2] == kept[2] and lines[3] == kept[3]  # not vLLM's header, or too long
     for i in (1, 4):
-        assert lines[i][:len(head) + 16] == kept[i][:len(head) + 16]
-        assert set(lines[i][len(head) + 16:]) == {0}
+        assert lines[i][: len(head) + 16] == kept[i][: len(head) + 16]
+        assert set(lines[i][len(head) + 16 :]) == {0}
     start = len(other) + 1  # a line before `start` is not this call's to mask
     assert periodic.mask_requests(data, start + len(request) + 1, len(data), 16).split(b"\n")[1] == request
 
@@ -202,10 +244,12 @@ def test_a_prompt_quoting_a_folded_traceback_is_not_unfolded(monkeypatch):
     """A request line whose prompt pastes a traceback (literal `\\n`s) stays the user's text:
     unfolded, its pieces read as the server's own lines (a gated-repo error diagnosed on a
     healthy server; seen on a long serving log where such a line began a chunk)."""
-    prompt = ("(APIServer pid=1) INFO 10-02 16:29:40 [logger.py:41] Received request chatcmpl-1: prompt: "
-              "'Fix this:\\nTraceback (most recent call last):\\n  File \"/app/x.py\", line 3, in <module>\\n"
-              "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
-              "https://huggingface.co/meta-llama/x.\\nTraceback (most recent call last):', params: SamplingParams(n=1)")
+    prompt = (
+        "(APIServer pid=1) INFO 10-02 16:29:40 [logger.py:41] Received request chatcmpl-1: prompt: "
+        '\'Fix this:\\nTraceback (most recent call last):\\n  File "/app/x.py", line 3, in <module>\\n'
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+        "https://huggingface.co/meta-llama/x.\\nTraceback (most recent call last):', params: SamplingParams(n=1)"
+    )
     pieces = list(Unfolded([(7, prompt, True, False)], vocabulary.matcher().classify))
     assert pieces == [(7, prompt, True, False)]
     plain = "\n".join(START).encode() + b"\n"

@@ -14,12 +14,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from installed_engines import installed_engines
 
 from triage.ingest import matcher as matcher_module
 from triage.ingest import periodic, scan
 from triage.ingest.read import InputStats
 from triage.parse import stream, vocabulary
-from installed_engines import installed_engines
 
 ENGINES = [name for name in ("hyperscan", "ahocorasick", "python") if name in matcher_module._BACKENDS]
 KEEP = max(map(len, vocabulary.matcher().words))
@@ -32,8 +32,6 @@ WAYS = {  # name -> (DENSE_HITS, whether the engine may find the headers)
 }
 
 
-
-
 def _marked(data: bytes, engine: str, chunk: int, way: str, monkeypatch, complete: bool = True) -> tuple:
     dense, heads = WAYS[way]
     m = vocabulary.matcher(engine)
@@ -42,8 +40,9 @@ def _marked(data: bytes, engine: str, chunk: int, way: str, monkeypatch, complet
     if not heads:
         monkeypatch.setattr(m, "line_heads", lambda patterns: None)
     stats = InputStats("log")
-    marked = scan.iter_marked(iter([data[i:i + chunk] for i in range(0, len(data), chunk)]), stats, m,
-                              stream.MAX_JOINS)
+    marked = scan.iter_marked(
+        iter([data[i : i + chunk] for i in range(0, len(data), chunk)]), stats, m, stream.MAX_JOINS
+    )
     out = []
     for item in marked:
         out.append(item)
@@ -69,15 +68,23 @@ def _request(prefix: bytes, gap: int, word: bytes, after: bytes = b" rest of the
 
 
 def _fixed_lines() -> list[bytes]:
-    lines = [b"(APIServer pid=1) INFO 10-02 16:20:10 [api_server.py:1896] vLLM API server version 0.10.2",
-             b"(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] Traceback (most recent call last):",
-             b"(APIServer pid=1) INFO 10-02 16:20:12 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 "
-             b"tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
-             b"usage: 0.1%, Prefix cache hit rate: 0.0%",
-             b"plain continuation", b"another plain line"]
+    lines = [
+        b"(APIServer pid=1) INFO 10-02 16:20:10 [api_server.py:1896] vLLM API server version 0.10.2",
+        b"(EngineCore_DP0 pid=9) ERROR 10-02 17:00:00 [core.py:710] Traceback (most recent call last):",
+        b"(APIServer pid=1) INFO 10-02 16:20:12 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 "
+        b"tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+        b"usage: 0.1%, Prefix cache hit rate: 0.0%",
+        b"plain continuation",
+        b"another plain line",
+    ]
     for gap in range(KEEP - 8, KEEP + 3):  # words ending before, at and past the cut
-        for word, after in ((b"401", b"7 ok"), (b"401", b" ok"), (b"403", b"x"), (b"Error", b" x"),
-                            (b"CUDA out of memory.", b" x")):
+        for word, after in (
+            (b"401", b"7 ok"),
+            (b"401", b" ok"),
+            (b"403", b"x"),
+            (b"Error", b" x"),
+            (b"CUDA out of memory.", b" x"),
+        ):
             lines.append(_request(b"", gap, word, after))
     lines += [
         _request(b"", 0, b"x", b" " * 5),  # nothing past the cut: left as it is
@@ -86,7 +93,8 @@ def _fixed_lines() -> list[bytes]:
         _request(b"api-1  | ", 120, b"RuntimeError: x"),
         b"INFO 10-02 16:20:11 logger.py:37] Received request cmpl-1: prompt: '" + b"y" * 90 + b" OOMKilled'",
         b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Generated response cmpl-2: output: '"
-        + b"z" * 90 + b" Traceback (most recent call last):'",
+        + b"z" * 90
+        + b" Traceback (most recent call last):'",
         b"(ErrorWorker pid=1) INFO 10-02 16:20:11 [logger.py:41] Received request x: " + b"w" * 90 + b"Error",
         # a word in the header: the full path, its kinds read from the whole line (here an evidence word)
         b"(ErrorWorker pid=1) INFO 10-02 16:20:11 [logger.py:41] Received request x: " + b"w" * 90 + b"12 MiB",
@@ -95,11 +103,13 @@ def _fixed_lines() -> list[bytes]:
         b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] prompt: Received request " + b"v" * 90 + b"Error",
         b"(APIServer pid=x) INFO 10-02 16:20:11 [logger.py:41] Received request " + b"v" * 90 + b"Error",  # no header
         b"INFO 10-02 16:20 [logger.py:41] Received request " + b"v" * 90 + b"Error",
-        b"(APIServer pid=1) INFO 10-02 16:20:11 [a.py:1] Generated response ] Received request " + b"u" * 90
+        b"(APIServer pid=1) INFO 10-02 16:20:11 [a.py:1] Generated response ] Received request "
+        + b"u" * 90
         + b"Killed",
-        b"(APIServer pid=1) INFO:     10.0.0.7:40123 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
-        b"(APIServer pid=1) INFO:     10.0.0.7:34013 - \"POST /v1/chat/completions HTTP/1.1\" 403 Forbidden",
-        b"\xff\xfe not utf-8 Error", b"",
+        b'(APIServer pid=1) INFO:     10.0.0.7:40123 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        b'(APIServer pid=1) INFO:     10.0.0.7:34013 - "POST /v1/chat/completions HTTP/1.1" 403 Forbidden',
+        b"\xff\xfe not utf-8 Error",
+        b"",
     ]
     return lines
 
@@ -110,19 +120,44 @@ def test_every_way_finds_the_words_of_the_plain_way(engine, monkeypatch):
     data = b"\n".join(lines) + b"\n"
     long_request = HEAD + b"q" * (70 * 1024) + b" Error"  # too long to mask: the cut-line path
     quiet = b"(APIServer pid=1) INFO 10-02 16:20:11 [async_llm.py:321] Added request chatcmpl-1.\n" * 40
-    for body in (data, data.replace(b"\n", b"\r\n"), data + long_request + b"\n" + data, data[:-1],
-                 quiet + data[:3000] + quiet + data + quiet):
+    for body in (
+        data,
+        data.replace(b"\n", b"\r\n"),
+        data + long_request + b"\n" + data,
+        data[:-1],
+        quiet + data[:3000] + quiet + data + quiet,
+    ):
         for chunk in (64, 1000, 4096, 1 << 20):
             _same_by_every_way(body, engine, chunk, monkeypatch)
 
 
-_PIECES = st.sampled_from([
-    b"\n", b"\r\n", b" ", HEAD, b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Generated response ",
-    b"INFO 10-02 16:20:11 logger.py:37] Received request ", b"(APIServer pid=1) ", b"ERROR 10-02 16:20:11 [x.py:1] ",
-    b"Error", b"401", b"4013", b"7", b"F", b"_", b"MiB", b"CUDA out of memory.", b"Traceback (most recent call last):",
-    b"Avg prompt throughput: 1.0 tokens/s", b"chatcmpl-" + b"0123456789abcdef" * 2, b"a" * 37, b"b" * 61,
-    b"\xe2\x96\x88", b"\xff",
-])
+_PIECES = st.sampled_from(
+    [
+        b"\n",
+        b"\r\n",
+        b" ",
+        HEAD,
+        b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Generated response ",
+        b"INFO 10-02 16:20:11 logger.py:37] Received request ",
+        b"(APIServer pid=1) ",
+        b"ERROR 10-02 16:20:11 [x.py:1] ",
+        b"Error",
+        b"401",
+        b"4013",
+        b"7",
+        b"F",
+        b"_",
+        b"MiB",
+        b"CUDA out of memory.",
+        b"Traceback (most recent call last):",
+        b"Avg prompt throughput: 1.0 tokens/s",
+        b"chatcmpl-" + b"0123456789abcdef" * 2,
+        b"a" * 37,
+        b"b" * 61,
+        b"\xe2\x96\x88",
+        b"\xff",
+    ]
+)
 
 
 @pytest.mark.parametrize("engine", installed_engines())
@@ -166,8 +201,11 @@ def test_only_request_lines_in_vllms_header_are_left_out(engine, monkeypatch):
     pieced together and handed on whatever it is: the pipeline drops a request line itself.)"""
     quoting = b"chatcmpl-1: prompt: '" + b"p" * 60 + b" torch.OutOfMemoryError: CUDA out of memory.'"
     left_out = [HEAD + quoting, HEAD + b"chatcmpl-2: prompt: '" + b"p" * 60 + b" " + HEAD + b"Traceback'"]
-    kept = [b"2025-01-01T10:00:00.123Z " + HEAD + quoting, b"api-1  | " + HEAD + quoting,
-            b"user wrote: " + HEAD + quoting]
+    kept = [
+        b"2025-01-01T10:00:00.123Z " + HEAD + quoting,
+        b"api-1  | " + HEAD + quoting,
+        b"user wrote: " + HEAD + quoting,
+    ]
     data = b"\n".join([b"start", *left_out, *kept, b"end"]) + b"\n"  # `end`: in the window after an anchor line
     for way in WAYS:
         for chunk in (7, 100, 1 << 20):

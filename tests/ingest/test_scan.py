@@ -14,21 +14,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from installed_engines import installed_engines
 
-from triage.ingest import matcher
-from triage.ingest import read
-from triage.ingest import scan
+from triage.ingest import matcher, read, scan
+from triage.ingest.read import InputStats, iter_chunks, iter_lines
+from triage.ingest.repair import repaired
 from triage.parse import vocabulary
 from triage.parse.sysinfo import WORDS
 from triage.parse.vocabulary import number_words, prefilter, prefilter_words
-from triage.ingest.read import InputStats, iter_chunks, iter_lines
-from triage.ingest.repair import repaired
-from installed_engines import installed_engines
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures" / "logs").rglob("*.log"))
-
-
 
 
 ENGINES = installed_engines()
@@ -47,8 +43,9 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
         in_window = left > 0
         if in_window:
             left -= 1
-        g = any(w in text for w in grammar if w not in NUMBERS) or \
-            any(re.search(rf"(?<![0-9A-Za-z_]){w}(?![0-9A-Za-z_])", text) for w in NUMBERS)  # `\b` in ASCII
+        g = any(w in text for w in grammar if w not in NUMBERS) or any(
+            re.search(rf"(?<![0-9A-Za-z_]){w}(?![0-9A-Za-z_])", text) for w in NUMBERS
+        )  # `\b` in ASCII
         e = any(w in text for w in evidence)
         if g:
             left = window
@@ -59,16 +56,27 @@ def _reference(data: bytes, window: int) -> tuple[list, InputStats]:
 
 def _scanned(data: bytes, window: int, engine: str) -> tuple[list, InputStats]:
     stats = InputStats("scan")
-    return list(scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), window,
-                                 wrap_sample=len(data) + 1, quiet=False)), stats
+    return list(
+        scan.iter_marked(
+            iter_chunks(io.BytesIO(data), stats),
+            stats,
+            vocabulary.matcher(engine),
+            window,
+            wrap_sample=len(data) + 1,
+            quiet=False,
+        )
+    ), stats
 
 
 def _same(data: bytes, engine: str, window: int = 3) -> None:
     want, want_stats = _reference(data, window)
     got, got_stats = _scanned(data, window, engine)
     assert got == want
-    assert (got_stats.lines, got_stats.truncated_lines, got_stats.bytes) == \
-        (want_stats.lines, want_stats.truncated_lines, want_stats.bytes)
+    assert (got_stats.lines, got_stats.truncated_lines, got_stats.bytes) == (
+        want_stats.lines,
+        want_stats.truncated_lines,
+        want_stats.bytes,
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -87,7 +95,7 @@ def test_awkward_inputs_scan_like_the_line_reader(engine, monkeypatch):
         b"",
         b"no newline at the end: Traceback (most recent call last):",
         b"Error\nplain\nplain\nplain\nplain\nError\n",
-        b"a\r\nTraceback (most recent call last):\r\n  File \"x.py\", line 1, in f\r\n",
+        b'a\r\nTraceback (most recent call last):\r\n  File "x.py", line 1, in f\r\n',
         long_plain + b" Error\nnext line\n" + long_plain + b"\n",
         b"head\n" + long_frames + b"\nafter\n",
         b"bad utf-8 \xff\xfe Error \xe2\x82\nok\n\xe2\x96\x88 version 0.9.1\n",
@@ -100,11 +108,28 @@ def test_awkward_inputs_scan_like_the_line_reader(engine, monkeypatch):
         _same(data, engine)
 
 
-_PIECES = st.sampled_from([
-    b"\n", b"\r", b"\r\n", b" ", b"INFO 10-02 16:20:11 [x.py:1] ", b"(EngineCore_DP0 pid=3) ", b"Error",
-    b"Traceback (most recent call last):", b"MiB", b"401", b"out of memory.", b"\xe2\x96\x88 version",
-    b"\xff", b"\xe2\x96", b"plain words", b"x" * 997, b"7", b":54013",
-])
+_PIECES = st.sampled_from(
+    [
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b" ",
+        b"INFO 10-02 16:20:11 [x.py:1] ",
+        b"(EngineCore_DP0 pid=3) ",
+        b"Error",
+        b"Traceback (most recent call last):",
+        b"MiB",
+        b"401",
+        b"out of memory.",
+        b"\xe2\x96\x88 version",
+        b"\xff",
+        b"\xe2\x96",
+        b"plain words",
+        b"x" * 997,
+        b"7",
+        b":54013",
+    ]
+)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -118,8 +143,14 @@ def test_random_inputs_scan_like_the_line_reader(engine, pieces, chunk, monkeypa
 @pytest.mark.parametrize("engine", ENGINES)
 def test_engines_classify_alike(engine):
     m = vocabulary.matcher(engine)
-    for text in ("plain", "Traceback (most recent call last):", "| 0 NVIDIA H100 MiB |", "GPU 0: x Error",
-                 "█ version 0.9.1", ""):
+    for text in (
+        "plain",
+        "Traceback (most recent call last):",
+        "| 0 NVIDIA H100 MiB |",
+        "GPU 0: x Error",
+        "█ version 0.9.1",
+        "",
+    ):
         assert m.classify(text) == (any(w in text for w in prefilter_words()), any(w in text for w in WORDS))
         assert prefilter(text) == m.classify(text)[0]
     assert m.classify("10.0.0.7:54013 - 200 OK") == (False, False)
@@ -137,8 +168,10 @@ def test_python_key_cover_holds_every_word():
 def test_a_complete_line_ends_its_window(engine):
     """After `line_complete()` the lines that follow an anchor line are handed on only when
     they hold a word of their own; the count of lines is unchanged."""
-    data = (b"INFO x [gpu_worker.py:1] Available KV cache memory: 8.30 GiB\n"
-            b"plain one\nplain two\nTraceback (most recent call last):\nplain three\n") * 3
+    data = (
+        b"INFO x [gpu_worker.py:1] Available KV cache memory: 8.30 GiB\n"
+        b"plain one\nplain two\nTraceback (most recent call last):\nplain three\n"
+    ) * 3
     stats = InputStats("scan")
     marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), 3)
     seen = []
@@ -153,13 +186,49 @@ def test_a_complete_line_ends_its_window(engine):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(["out of memory", "CUDA out of memory", "memory", "Error", "rror: ", "Errno",
-                                 "ErrorError", "x", " ", "\n", "4013", "401", "MiB", "█"]), max_size=40))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "out of memory",
+                "CUDA out of memory",
+                "memory",
+                "Error",
+                "rror: ",
+                "Errno",
+                "ErrorError",
+                "x",
+                " ",
+                "\n",
+                "4013",
+                "401",
+                "MiB",
+                "█",
+            ]
+        ),
+        max_size=40,
+    )
+)
 def test_python_engine_finds_every_occurrence(pieces):
     """The fallback reports each occurrence of each word once, overlapping ones included, like a
     brute-force search (and so like the compiled engines)."""
-    words = sorted({w.encode() for w in ("out of memory", "CUDA out of memory", "memory", "Error", "Errno",
-                                         "ror: ", "401", "MiB", "█", "rorE")})
+    words = sorted(
+        {
+            w.encode()
+            for w in (
+                "out of memory",
+                "CUDA out of memory",
+                "memory",
+                "Error",
+                "Errno",
+                "ror: ",
+                "401",
+                "MiB",
+                "█",
+                "rorE",
+            )
+        }
+    )
     data = "".join(pieces).encode()
     want = sorted((i, k) for k, w in enumerate(words) for i in range(len(data)) if data.startswith(w, i))
     assert matcher._PurePython(words).hits(data) == want

@@ -24,9 +24,11 @@ model='Qwen/Qwen2.5-7B-Instruct', dtype=torch.bfloat16, max_seq_len=32768, tenso
 (APIServer pid=1) INFO:     Application startup complete.
 """
 ACCESS = '(APIServer pid=1) INFO:     10.0.3.17:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
-METRICS = ("(APIServer pid=1) INFO 10-02 17:{m:02d}:11 [loggers.py:123] Engine 000: Avg prompt throughput: 912.3 "
-           "tokens/s, Avg generation throughput: 211.5 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache "
-           "usage: 31.2%, Prefix cache hit rate: 12.0%\n")
+METRICS = (
+    "(APIServer pid=1) INFO 10-02 17:{m:02d}:11 [loggers.py:123] Engine 000: Avg prompt throughput: 912.3 "
+    "tokens/s, Avg generation throughput: 211.5 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache "
+    "usage: 31.2%, Prefix cache hit rate: 12.0%\n"
+)
 REQUEST_ERROR = """\
 (APIServer pid=1) ERROR 10-02 17:31:52 [serving_chat.py:222] Error in preprocessing prompt inputs
 (APIServer pid=1) ERROR 10-02 17:31:52 [serving_chat.py:222] Traceback (most recent call last):
@@ -89,13 +91,16 @@ def test_a_million_lines_in_bounded_memory(tmp_path):
 def test_kept_state_stays_bounded_and_the_diagnosis_does_not_change():
     """The same failure after 60 000 lines of serving as after none: same outcome, cause and phase,
     with only a bounded number of events, signals and evidence texts kept."""
-    from triage.timeline import timeline
     from triage.pipeline import MAX_EVIDENCE_LINES
+    from triage.timeline import timeline
 
     short = triage_bytes((STARTUP + DEATH).encode())
     long = triage_bytes(serving_log(60_000))
-    assert (long.outcome, long.failure.phase, [d.id for d in long.diagnoses][:1]) == \
-        (short.outcome, short.failure.phase, [d.id for d in short.diagnoses][:1])
+    assert (long.outcome, long.failure.phase, [d.id for d in long.diagnoses][:1]) == (
+        short.outcome,
+        short.failure.phase,
+        [d.id for d in short.diagnoses][:1],
+    )
 
     from triage.ingest.lines import peel
     from triage.parse.parse import parse_line

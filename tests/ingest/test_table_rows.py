@@ -26,7 +26,7 @@ HEAD = [
     E + '  File "/x/vllm/v1/worker/gpu_worker.py", line 180, in init_device',
     E + "    raise ValueError(",
     E + "ValueError: Free memory on device (47.31/79.19 GiB) on startup is less than desired GPU memory "
-        "utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    "utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
     "pid, process_name, used_memory [MiB]",
 ]
 
@@ -40,7 +40,7 @@ def _report(lines: list[str], quiet: bool, chunk: int) -> tuple[dict, int, int]:
     """(report, lines counted, blocks handed on) for a log read in chunks of `chunk` bytes."""
     data = ("\n".join(lines) + "\n").encode()
     stats = scan.InputStats("log")
-    chunks = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+    chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     marked = list(scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), stream.MAX_JOINS, quiet=quiet))
     timeline, texts = pipeline.Timeline(), {}
     for line, events in stream.line_events(iter(marked), LineRedactor()):

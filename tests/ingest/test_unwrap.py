@@ -9,12 +9,12 @@ from __future__ import annotations
 import io
 
 import pytest
-
 from conftest import CORPUS, FIXTURES, fixture_cases, log_text, triage_bytes
-from triage.pipeline import Options, run
-from triage.ingest.scan import repair_of
+
 from triage.ingest.lines import starts_record
 from triage.ingest.repair import detect_width, join_wrapped
+from triage.ingest.scan import repair_of
+from triage.pipeline import Options, run
 
 CASES = fixture_cases()
 WRAPPED_ON_PURPOSE = {"kv-hard-wrapped-at-100-columns"}
@@ -36,7 +36,7 @@ def hard_wrap(text: str, width: int) -> str:
     """What a terminal copy does: every line cut into pieces of `width` characters."""
     out = []
     for line in text.split("\n"):
-        out += [line[i:i + width] for i in range(0, max(len(line), 1), width)]
+        out += [line[i : i + width] for i in range(0, max(len(line), 1), width)]
     return "\n".join(out)
 
 
@@ -90,10 +90,12 @@ def test_an_indented_paste_is_said_and_a_frames_fragment_keeps_its_indent():
     report = triage_bytes(indent(log, "    ").encode())
     assert report.diagnoses[0].id == "kv_cache_insufficient"
     assert any("indented (4 space(s)" in note for note in report.notes)
-    frames = ['  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks',
-              "    self.model_runner.profile_run()",
-              '  File "/x/vllm/worker/model_runner.py", line 7, in profile_run',
-              '    raise ValueError("No available memory for the cache blocks.")']
+    frames = [
+        '  File "/x/vllm/worker/worker.py", line 9, in determine_num_available_blocks',
+        "    self.model_runner.profile_run()",
+        '  File "/x/vllm/worker/model_runner.py", line 7, in profile_run',
+        '    raise ValueError("No available memory for the cache blocks.")',
+    ]
     assert not repair_of(("\n".join(frames) + "\n").encode())
 
 
@@ -109,20 +111,24 @@ def test_wrapped_corpus_logs_keep_their_diagnosis(width):
     assert changed == [], "a fixed known miss must leave WRAP_KNOWN_MISSES"
 
 
-OOM = ("(VllmWorker rank=0 pid=4242) ERROR 07-18 09:31:06 [multiproc_executor.py:527] torch.OutOfMemoryError: "
-       "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.19 GiB "
-       "is free. Including non-PyTorch memory, this process has 22.44 GiB memory in use. Of the allocated memory "
-       "21.90 GiB is allocated by PyTorch, and 96.13 MiB is reserved by PyTorch but unallocated.")
+OOM = (
+    "(VllmWorker rank=0 pid=4242) ERROR 07-18 09:31:06 [multiproc_executor.py:527] torch.OutOfMemoryError: "
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.19 GiB "
+    "is free. Including non-PyTorch memory, this process has 22.44 GiB memory in use. Of the allocated memory "
+    "21.90 GiB is allocated by PyTorch, and 96.13 MiB is reserved by PyTorch but unallocated."
+)
 
 
 def test_a_wrapped_message_is_cited_by_its_first_line_and_the_report_says_so():
-    log = "\n".join([
-        "INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2",
-        "Traceback (most recent call last):",
-        '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2279, '
-        "in capture_model",
-        OOM,
-    ])
+    log = "\n".join(
+        [
+            "INFO 07-18 09:30:06 [api_server.py:1395] vLLM API server version 0.9.2",
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2279, '
+            "in capture_model",
+            OOM,
+        ]
+    )
     report = triage_bytes(hard_wrap(log, 80).encode())
     assert any("hard-wrapped at 80 columns" in note for note in report.notes)
     assert report.failure is not None and "Tried to allocate 2.00 GiB" in report.failure.message
@@ -139,18 +145,40 @@ def test_a_live_stream_is_never_unwrapped():
 
 
 def test_joining_stops_at_a_record_and_at_a_short_line():
-    lines = ["a" * 10, "b" * 10, "c" * 3, "d" * 10, "Traceback (most recent call last):", "e" * 10,
-             "INFO 07-18 09:31:06 [core.py:1] next"]
+    lines = [
+        "a" * 10,
+        "b" * 10,
+        "c" * 3,
+        "d" * 10,
+        "Traceback (most recent call last):",
+        "e" * 10,
+        "INFO 07-18 09:31:06 [core.py:1] next",
+    ]
     joined = list(join_wrapped(enumerate(lines, 1), 10))
-    assert joined == [(1, "a" * 10 + "b" * 10 + "c" * 3), (4, "d" * 10), (5, "Traceback (most recent call last):"),
-                      (6, "e" * 10), (7, "INFO 07-18 09:31:06 [core.py:1] next")]
+    assert joined == [
+        (1, "a" * 10 + "b" * 10 + "c" * 3),
+        (4, "d" * 10),
+        (5, "Traceback (most recent call last):"),
+        (6, "e" * 10),
+        (7, "INFO 07-18 09:31:06 [core.py:1] next"),
+    ]
 
 
-@pytest.mark.parametrize("line, record", [
-    ("(VllmWorker rank=1 pid=7) INFO x", True), ("INFO 07-18 09:31:06 [core.py:1] x", True),
-    ('  File "/x.py", line 3, in f', True), ("RuntimeError: boom", True), ("| 0 N/A |", True), ("+---+", True),
-    ("ory. Tried to allocate 2.00 GiB", False), ("yError: CUDA", False), ("|", False), (" GiB free", False),
-])
+@pytest.mark.parametrize(
+    "line, record",
+    [
+        ("(VllmWorker rank=1 pid=7) INFO x", True),
+        ("INFO 07-18 09:31:06 [core.py:1] x", True),
+        ('  File "/x.py", line 3, in f', True),
+        ("RuntimeError: boom", True),
+        ("| 0 N/A |", True),
+        ("+---+", True),
+        ("ory. Tried to allocate 2.00 GiB", False),
+        ("yError: CUDA", False),
+        ("|", False),
+        (" GiB free", False),
+    ],
+)
 def test_what_starts_a_record(line, record):
     assert starts_record(line) is record
 
@@ -164,12 +192,17 @@ def test_repeated_lines_of_one_length_are_not_wrapping():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-LINE_POOL = [line for path, _ in CASES[:40] for line in path.read_text(errors="replace").split("\n")[:40] if line.strip()]
+LINE_POOL = [
+    line for path, _ in CASES[:40] for line in path.read_text(errors="replace").split("\n")[:40] if line.strip()
+]
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(picks=st.lists(st.integers(0, len(LINE_POOL) - 1), min_size=1, max_size=60),
-       width=st.integers(20, 450), prefix=st.sampled_from(["", "    ", "\t", " ", "> "]))
+@given(
+    picks=st.lists(st.integers(0, len(LINE_POOL) - 1), min_size=1, max_size=60),
+    width=st.integers(20, 450),
+    prefix=st.sampled_from(["", "    ", "\t", " ", "> "]),
+)
 def test_any_reshaped_paste_is_read_and_every_line_counted(picks, width, prefix):
     text = indent(hard_wrap("\n".join(LINE_POOL[i] for i in picks), width), prefix)
     report = triage_bytes(text.encode())

@@ -9,11 +9,24 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import CORPUS, log_text
-from triage.memory import (FAILS, FITS, KV_FIT, OUTSIDE, STARTUP, UNKNOWN, Config, MemoryInputs, Quantity,
-                           evaluate, verify)
-from triage.memory import budget, kv, solve
+
+from triage.memory import (
+    FAILS,
+    FITS,
+    KV_FIT,
+    OUTSIDE,
+    STARTUP,
+    UNKNOWN,
+    Config,
+    MemoryInputs,
+    Quantity,
+    budget,
+    evaluate,
+    kv,
+    solve,
+    verify,
+)
 from triage.records import replace
 from triage.units import GiB, MiB
 
@@ -38,8 +51,7 @@ def test_interval_arithmetic_keeps_the_worst_case():
 
 def test_startup_check_is_vllms_free_below_requested():
     # gpu_worker.init_device: free < total x util raises; 0.90 x 79.19 = 71.27 > 70.00 free
-    inp = MemoryInputs(engine="v1", failure=STARTUP, total=gib(79.19), free=gib(70.00),
-                       util=Quantity.exact(0.9))
+    inp = MemoryInputs(engine="v1", failure=STARTUP, total=gib(79.19), free=gib(70.00), util=Quantity.exact(0.9))
     [c] = [c for c in evaluate(inp) if c.name == STARTUP]
     assert c.verdict == FAILS
     u = budget.max_util_for_free(gib(70.00), gib(79.19))
@@ -77,8 +89,14 @@ def test_vllm_estimate_on_exact_figures():
 
 def test_outside_budget_cut_leaves_the_shortfall():
     # graph capture asked 2.00 GiB with 0.50 GiB free on 80.00 GiB at util 0.95
-    inp = MemoryInputs(engine="v1", failure="cuda_graph_capture", total=gib(80.0), util=Quantity.exact(0.95),
-                       oom_requested=gib(2.0), oom_free=gib(0.5))
+    inp = MemoryInputs(
+        engine="v1",
+        failure="cuda_graph_capture",
+        total=gib(80.0),
+        util=Quantity.exact(0.95),
+        oom_requested=gib(2.0),
+        oom_free=gib(0.5),
+    )
     u = solve.outside_util(inp)
     # short 1.51 GiB worst case: 0.95 - 1.51 / 79.995 = 0.9311 -> 0.93
     assert u == 0.93
@@ -91,8 +109,9 @@ def test_utilization_cut_below_the_weights_is_refused():
     # 16.01 GiB free of 93.00 GiB; 26 GiB of weights (estimated): no utilization that passes
     # the startup check holds them
     w = Quantity(26 * GiB, 23.4 * GiB, 28.6 * GiB, "estimated")
-    inp = MemoryInputs(engine="v1", failure=STARTUP, total=gib(93.0), free=gib(16.01), weights=w,
-                       util=Quantity.exact(0.8))
+    inp = MemoryInputs(
+        engine="v1", failure=STARTUP, total=gib(93.0), free=gib(16.01), weights=w, util=Quantity.exact(0.8)
+    )
     assert solve.startup_util(inp) is None
     assert solve.weights_exceed(inp) is not None
 
@@ -113,8 +132,14 @@ def test_v0_block_count_limits_max_model_len():
 
 
 def test_v0_multimodal_profile_ignores_max_num_seqs():
-    inp = MemoryInputs(engine="v0", failure="profile_run", oom_requested=Quantity.printed_bytes(800 * MiB),
-                       oom_free=Quantity.printed_bytes(round(442.62 * MiB)), mm_single_seq=True, max_num_seqs=256)
+    inp = MemoryInputs(
+        engine="v0",
+        failure="profile_run",
+        oom_requested=Quantity.printed_bytes(800 * MiB),
+        oom_free=Quantity.printed_bytes(round(442.62 * MiB)),
+        mm_single_seq=True,
+        max_num_seqs=256,
+    )
     assert not verify(inp, {"--max-num-seqs": "128"}).ok
 
 
@@ -137,9 +162,11 @@ def test_swap_space_is_per_gpu_times_tp():
 _KV_MEM = re.compile(r"Available KV cache memory: (-?[0-9.]+) GiB")
 _KV_TOK = re.compile(r"GPU KV cache size: ([0-9,]+) tokens")
 _CONC = re.compile(r"Maximum concurrency for ([0-9,]+) tokens per request: ([0-9.]+)x")
-_EST = re.compile(r"max seq len \((\d+)\), \(([0-9.]+) Gi?B KV cache is needed, which is larger than the "
-                  r"available KV cache memory \(([0-9.]+) Gi?B\)\. Based on the available memory, the "
-                  r"estimated maximum model length is (\d+)")
+_EST = re.compile(
+    r"max seq len \((\d+)\), \(([0-9.]+) Gi?B KV cache is needed, which is larger than the "
+    r"available KV cache memory \(([0-9.]+) Gi?B\)\. Based on the available memory, the "
+    r"estimated maximum model length is (\d+)"
+)
 
 
 # Corpus logs (new with taxonomy v3) whose printed figures the model does not reproduce yet (issue 24).
@@ -169,8 +196,9 @@ def test_tokens_per_gib_reproduces_printed_kv_tokens():
             length, printed = int(conc.group(1).replace(",", "")), float(conc.group(2))
             full = kv.max_concurrency(tokens // 16, kv.request_blocks(length, 16))
             window = kv.max_concurrency(tokens // 16, kv.request_blocks(length, 16, sliding_window=length + 1))
-            assert abs(printed - round(full, 2)) <= 0.01 or abs(printed - round(window, 2)) <= 0.01 \
-                or printed > full, name  # hybrid groups: fewer blocks per request than full attention
+            assert abs(printed - round(full, 2)) <= 0.01 or abs(printed - round(window, 2)) <= 0.01 or printed > full, (
+                name
+            )  # hybrid groups: fewer blocks per request than full attention
         cases += 1
     assert cases >= 5
 
@@ -180,8 +208,9 @@ def test_estimated_max_model_len_is_reproduced():
     for name, text in _corpus_texts().items():
         for m in _EST.finditer(text):
             length, needed, avail, estimate = int(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
-            inp = MemoryInputs(engine="v1", failure=KV_FIT, pool=gib(avail), kv_needed=gib(needed),
-                               max_model_len=length)
+            inp = MemoryInputs(
+                engine="v1", failure=KV_FIT, pool=gib(avail), kv_needed=gib(needed), max_model_len=length
+            )
             bb = kv.block_bytes_from_needed(gib(needed), length, 16)
             worst, best = kv.pool_tokens(gib(avail), bb, 16)
             # need per token never rises with the length (full attention linear, sliding-window and Mamba
@@ -200,8 +229,14 @@ def test_estimated_max_model_len_is_reproduced():
 def test_pinned_pool_is_not_sized_by_utilization():
     # kv_cache_memory_bytes pins the pool (profiling skipped): utilization changes nothing; pinning
     # what one request needs does. needed 4.26 GiB for 100000 tokens -> at most 4.265 GiB, rounded up to a MiB
-    inp = MemoryInputs(engine="v1", failure=KV_FIT, pool=gib(4.25), kv_cache_memory=gib(4.25),
-                       kv_needed=gib(4.26), max_model_len=100000)
+    inp = MemoryInputs(
+        engine="v1",
+        failure=KV_FIT,
+        pool=gib(4.25),
+        kv_cache_memory=gib(4.25),
+        kv_needed=gib(4.26),
+        max_model_len=100000,
+    )
     assert not verify(inp, {"--gpu-memory-utilization": "0.95"}).ok
     n = solve.kv_memory(inp)
     assert n == -(-round(4.265 * GiB) // MiB) * MiB
@@ -211,8 +246,10 @@ def test_pinned_pool_is_not_sized_by_utilization():
 def test_pinned_pool_line_is_read():
     from conftest import triage_text
 
-    log = ("(EngineCore pid=31) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved "
-           "4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
-           "profiling. This does not respect the gpu_memory_utilization config.\n")
+    log = (
+        "(EngineCore pid=31) INFO 08-21 18:37:44 [gpu_worker.py:492] Initial free memory 31.16 GiB, reserved "
+        "4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory "
+        "profiling. This does not respect the gpu_memory_utilization config.\n"
+    )
     facts = triage_text(log).facts
     assert facts.get("kv_cache_memory_bytes") == round(4.25 * GiB)

@@ -12,8 +12,10 @@ def test_the_v1_sampler_before_ready_is_its_warm_up():
 
 
 def test_a_model_constructor_is_the_model_being_built_for_its_weights():
-    frames = [(f"{SITE}/vllm/model_executor/models/llama.py", "__init__"),
-              (f"{SITE}/vllm/model_executor/layers/linear.py", "__init__")]
+    frames = [
+        (f"{SITE}/vllm/model_executor/models/llama.py", "__init__"),
+        (f"{SITE}/vllm/model_executor/layers/linear.py", "__init__"),
+    ]
     assert phase_of_frames(frames) == "loading_weights"
 
 
@@ -22,6 +24,8 @@ def test_a_model_forward_pass_is_not_loading():
 
 
 def test_graph_capture_still_frames_a_sampler_warm_up():
-    frames = [(f"{SITE}/vllm/v1/worker/gpu_model_runner.py", "capture_model"),
-              (f"{SITE}/vllm/v1/sample/sampler.py", "forward")]
+    frames = [
+        (f"{SITE}/vllm/v1/worker/gpu_model_runner.py", "capture_model"),
+        (f"{SITE}/vllm/v1/sample/sampler.py", "forward"),
+    ]
     assert phase_of_frames(frames) == "cuda_graph_capture"

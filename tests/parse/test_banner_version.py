@@ -18,5 +18,7 @@ def test_the_logo_row_gives_the_version_not_the_logo():
 
 
 def test_a_dev_build_in_the_logo():
-    assert triage_text(BANNER.replace("0.11.1", "0.11.1rc2.dev141+g38f225c2a")).vllm.version == \
-        "0.11.1rc2.dev141+g38f225c2a"
+    assert (
+        triage_text(BANNER.replace("0.11.1", "0.11.1rc2.dev141+g38f225c2a")).vllm.version
+        == "0.11.1rc2.dev141+g38f225c2a"
+    )

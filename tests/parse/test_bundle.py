@@ -1,7 +1,7 @@
 """Evidence bundles: nvidia-smi (table and CSV), fuser -v, collect_env, read into events."""
 
-from triage.parse.sysinfo import BundleReader
 from triage.ingest.lines import peel
+from triage.parse.sysinfo import BundleReader
 from triage.units import MiB
 
 SMI_TABLE = """\

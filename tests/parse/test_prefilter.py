@@ -11,15 +11,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from conftest import log_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import log_text
-from triage.parse import grammar
-from triage.parse import parse
-from triage.parse import vocabulary
-from triage.parse.sysinfo import BundleReader
 from triage.ingest.lines import peel
+from triage.parse import grammar, parse
+from triage.parse.sysinfo import BundleReader
 from triage.parse.vocabulary import HINT_LOOKBACK, REGEX_HINTS, matcher, prefilter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,16 +87,19 @@ def test_candidate_anchor_search_finds_what_a_full_search_finds():
         assert _candidate_search(pattern, text) == _full_search(pattern, text), text[:200]
 
 
-@pytest.mark.parametrize("text", [
-    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
-    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
-    "Worker VllmWorkerProcess pid 4711 died, exit code: -9",
-    "vllm: error: unrecognized arguments: --foo",
-    "Repo model meta-llama/Llama-3.1-8B is gated. You must be authenticated to access it.",
-    "AssertionError: 32 is not divisible by 3",
-    "x # GPU blocks: 12, # CPU blocks: 4 (HTTP 403) ÿ █ version 0.9.1",
-    "container vllm Reason: OOMKilled",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+        "Worker VllmWorkerProcess pid 4711 died, exit code: -9",
+        "vllm: error: unrecognized arguments: --foo",
+        "Repo model meta-llama/Llama-3.1-8B is gated. You must be authenticated to access it.",
+        "AssertionError: 32 is not divisible by 3",
+        "x # GPU blocks: 12, # CPU blocks: 4 (HTTP 403) ÿ █ version 0.9.1",
+        "container vllm Reason: OOMKilled",
+    ],
+)
 def test_candidate_anchor_search_on_hint_anchors(text):
     pattern, _ = grammar.anchors()
     assert _candidate_search(pattern, text) == _full_search(pattern, text)
@@ -122,9 +123,9 @@ def test_trees_built_without_the_parser_are_the_parsers():
             rule = names[m.lastgroup or ""]
             if rule not in simple and rule != "frame":
                 continue
-            quick = parse._quick_tree(rule, text[m.start():])
+            quick = parse._quick_tree(rule, text[m.start() :])
             try:
-                slow = grammar.grammar().parse(text[m.start():], start=rule)
+                slow = grammar.grammar().parse(text[m.start() :], start=rule)
             except Exception:  # noqa: BLE001 - lark refuses: the quick path must not build a tree either
                 slow = None
             if quick is not None:
@@ -135,10 +136,12 @@ def test_trees_built_without_the_parser_are_the_parsers():
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(path=st.text(st.characters(blacklist_characters='"\n'), max_size=30),
-       func=st.text(st.sampled_from("ab_<>.x in\t"), max_size=12),
-       tail=st.text(st.sampled_from("ab \t\x0b=()'\""), max_size=12),
-       spaces=st.sampled_from([" ", "  ", "", ",", ", "]))
+@given(
+    path=st.text(st.characters(blacklist_characters='"\n'), max_size=30),
+    func=st.text(st.sampled_from("ab_<>.x in\t"), max_size=12),
+    tail=st.text(st.sampled_from("ab \t\x0b=()'\""), max_size=12),
+    spaces=st.sampled_from([" ", "  ", "", ",", ", "]),
+)
 def test_frames_built_without_the_parser_are_the_parsers(path, func, tail, spaces):
     text = f'File "{path}", line 12, in{spaces}{func}{tail}'
     quick = parse._quick_tree("frame", text)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from triage.parse.log_parser import Token, Tree
-
 from triage.model import events as ev
 from triage.model.events.base import KINDS
 from triage.parse import transform_default
+from triage.parse.log_parser import Token, Tree
 from triage.parse.transform import TRANSFORMER
 from triage.parse.transform_default import fields_from_terminals
 
@@ -17,8 +16,13 @@ def test_every_event_class_is_registered_by_its_kind():
 
 
 def test_terminals_named_like_fields_fill_them_typed_by_the_annotation():
-    tokens = [Token("HEAD", "Disk quota exceeded"), Token("PATH", "/root/.cache"), Token("NEEDED", "2.00 GiB"),
-              Token("WARNING", "warning"), Token("FREE", "1,024")]
+    tokens = [
+        Token("HEAD", "Disk quota exceeded"),
+        Token("PATH", "/root/.cache"),
+        Token("NEEDED", "2.00 GiB"),
+        Token("WARNING", "warning"),
+        Token("FREE", "1,024"),
+    ]
     item = fields_from_terminals("disk_full", tokens)
     assert item == {"kind": "disk_full", "path": "/root/.cache", "needed": 2 * 1024**3, "warning": True, "free": 1024}
 

@@ -28,8 +28,14 @@ def event_dicts(path: Path) -> list[tuple[int, str, set[str]]]:
         if not isinstance(node, ast.Dict):
             continue
         keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
-        kind = next((v.value for k, v in zip(node.keys, node.values, strict=True)
-                     if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)), None)
+        kind = next(
+            (
+                v.value
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)
+            ),
+            None,
+        )
         if kind is not None:
             found.append((node.lineno, kind, keys - {"kind"}))
     return found
@@ -42,8 +48,7 @@ def test_the_transformer_writes_events():
     assert len(CASES) > 80  # the reading below found the methods' dicts
 
 
-@pytest.mark.parametrize("path, lineno, kind, keys", CASES,
-                         ids=[f"{p.name}:{n}:{k}" for p, n, k, _ in CASES])
+@pytest.mark.parametrize("path, lineno, kind, keys", CASES, ids=[f"{p.name}:{n}:{k}" for p, n, k, _ in CASES])
 def test_each_event_dict_names_a_kind_and_its_fields(path, lineno, kind, keys):
     assert kind in KINDS, f"{path.name}:{lineno}: no event class has kind {kind!r}"
     fields = {f.name for f in dataclasses.fields(KINDS[kind])} - WHERE

@@ -9,8 +9,8 @@ import re
 import struct
 
 import pytest
-
 from conftest import ROOT
+
 from triage.apps.cli import main
 from triage.plan.schema import PlanReport, plan_json_schema
 
@@ -54,8 +54,22 @@ def test_kv_too_small_for_max_model_len_offers_a_verified_length():
 
 
 def test_a_whole_command_line_after_double_dash():
-    code, p = plan_json("--gpu", "A100-80GB", "--", "vllm", "serve", LLAMA, "--max-model-len", "8k", "-tp", "2",
-                        "--kv-cache-dtype", "fp8", "--served-model-name", "x")
+    code, p = plan_json(
+        "--gpu",
+        "A100-80GB",
+        "--",
+        "vllm",
+        "serve",
+        LLAMA,
+        "--max-model-len",
+        "8k",
+        "-tp",
+        "2",
+        "--kv-cache-dtype",
+        "fp8",
+        "--served-model-name",
+        "x",
+    )
     assert code == 0
     assert p["flags"]["tensor_parallel_size"] == 2 and p["flags"]["max_model_len"] == 8192
     assert p["kv_bytes_per_token"] == 2 * 4 * 128 * 1 * 32
@@ -74,16 +88,27 @@ def test_max_model_len_beyond_the_model_is_refused_as_vllm_does():
 
 def test_nvidia_smi_free_memory_drives_the_startup_check(tmp_path):
     smi = tmp_path / "smi.csv"
-    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
-                   "0, NVIDIA L4, 23034 MiB, 9000 MiB, 14034 MiB\n")
-    code, p = plan_json("--model", str(CONFIGS / "qwen2.5-1.5b-instruct"), "--nvidia-smi", str(smi),
-                        "--max-model-len", "8192")
+    smi.write_text(
+        "index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+        "0, NVIDIA L4, 23034 MiB, 9000 MiB, 14034 MiB\n"
+    )
+    code, p = plan_json(
+        "--model", str(CONFIGS / "qwen2.5-1.5b-instruct"), "--nvidia-smi", str(smi), "--max-model-len", "8192"
+    )
     assert code == 1 and p["reason"] == "gpu_memory_utilization_too_high"
     assert p["gpu"]["free_bytes"] == 14034 << 20
     fix = next(r for r in p["remedies"] if "--gpu-memory-utilization" in r["flags"])
     assert float(fix["flags"]["--gpu-memory-utilization"]) < 0.9
-    code2, _ = plan_json("--model", str(CONFIGS / "qwen2.5-1.5b-instruct"), "--nvidia-smi", str(smi),
-                         "--max-model-len", "8192", "--gpu-memory-utilization", fix["flags"]["--gpu-memory-utilization"])
+    code2, _ = plan_json(
+        "--model",
+        str(CONFIGS / "qwen2.5-1.5b-instruct"),
+        "--nvidia-smi",
+        str(smi),
+        "--max-model-len",
+        "8192",
+        "--gpu-memory-utilization",
+        fix["flags"]["--gpu-memory-utilization"],
+    )
     assert code2 == 0
 
 
@@ -105,24 +130,31 @@ def test_safetensors_headers_are_read_without_the_tensors(tmp_path):
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "config.json").write_text((CONFIGS / "llama-3.2-1b-instruct" / "config.json").read_text())
-    header = json.dumps({"__metadata__": {"format": "pt"},
-                         "w": {"dtype": "BF16", "shape": [1024, 1024], "data_offsets": [0, 2 << 20]},
-                         "s": {"dtype": "F32", "shape": [1024], "data_offsets": [2 << 20, (2 << 20) + 4096]}})
+    header = json.dumps(
+        {
+            "__metadata__": {"format": "pt"},
+            "w": {"dtype": "BF16", "shape": [1024, 1024], "data_offsets": [0, 2 << 20]},
+            "s": {"dtype": "F32", "shape": [1024], "data_offsets": [2 << 20, (2 << 20) + 4096]},
+        }
+    )
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header.encode())  # no tensor data
     _code, p = plan_json("--model", str(folder), "--gpu", "T4")
     assert p["weights_bytes_per_gpu"] == (2 << 20) + 4096 and "headers" in p["weights_source"]
     assert p["model"]["parameters"] == 1024 * 1024 + 1024
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--model", "/nonexistent/model", "--gpu", "T4"], "neither a folder"),
-    (["--model", LLAMA, "--gpu-memory", "banana"], "not a size"),
-    (["--model", LLAMA, "--gpu", "TPU9000"], "unknown --gpu"),
-    (["--model", LLAMA], "needs the GPU"),
-    (["--gpu", "T4"], "needs a model"),
-    (["--model", LLAMA, "--gpu", "T4", "--gpu-memory-utilization", "1.5"], "out of range"),
-    (["--model", LLAMA, "--gpu", "T4", "--dtype", "int3"], "unknown --dtype"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--model", "/nonexistent/model", "--gpu", "T4"], "neither a folder"),
+        (["--model", LLAMA, "--gpu-memory", "banana"], "not a size"),
+        (["--model", LLAMA, "--gpu", "TPU9000"], "unknown --gpu"),
+        (["--model", LLAMA], "needs the GPU"),
+        (["--gpu", "T4"], "needs a model"),
+        (["--model", LLAMA, "--gpu", "T4", "--gpu-memory-utilization", "1.5"], "out of range"),
+        (["--model", LLAMA, "--gpu", "T4", "--dtype", "int3"], "unknown --dtype"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, needle):
     code, _out, err = run(*argv)
     assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
@@ -149,8 +181,16 @@ SNAPSHOT_CASES = {
     "llama8b-h100-32k": ["--model", LLAMA, "--gpu", "H100", "--max-model-len", "32768"],
     "qwen7b-fp16-6gib": ["--model", QWEN7, "--gpu-memory", "6GiB", "--dtype", "half", "--max-model-len", "2048"],
     "gemma3-27b-tp2-l4": ["--model", str(CONFIGS / "gemma-3-27b-it"), "--gpu", "L4", "-tp", "2"],
-    "deepseek-v3-tp8-h200": ["--model", str(CONFIGS / "deepseek-v3"), "--gpu", "H200", "-tp", "8",
-                             "--max-model-len", "65536"],
+    "deepseek-v3-tp8-h200": [
+        "--model",
+        str(CONFIGS / "deepseek-v3"),
+        "--gpu",
+        "H200",
+        "-tp",
+        "8",
+        "--max-model-len",
+        "65536",
+    ],
 }
 
 
@@ -187,16 +227,32 @@ def test_help_shows_plan(capsys):
     assert "--gpu-memory" in text and "Exit status: 0 fits, 1 does not fit, 2 cannot tell" in text
 
 
-@pytest.mark.parametrize("config", [
-    {"num_hidden_layers": 10 ** 12, "num_attention_heads": 8, "hidden_size": 64},
-    {"num_hidden_layers": "many", "hidden_size": [1], "num_attention_heads": {"a": 1}},
-    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "head_dim": "x"},
-    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "rope_scaling": {"type": "yarn", "factor": "x"},
-     "max_position_embeddings": 10},
-    {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "mlp_only_layers": 5, "num_experts": 2,
-     "layer_types": [1, None], "text_config": "not a dict", "quantization_config": [1]},
-    [1, 2, 3],
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"num_hidden_layers": 10**12, "num_attention_heads": 8, "hidden_size": 64},
+        {"num_hidden_layers": "many", "hidden_size": [1], "num_attention_heads": {"a": 1}},
+        {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "head_dim": "x"},
+        {
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "hidden_size": 64,
+            "rope_scaling": {"type": "yarn", "factor": "x"},
+            "max_position_embeddings": 10,
+        },
+        {
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "hidden_size": 64,
+            "mlp_only_layers": 5,
+            "num_experts": 2,
+            "layer_types": [1, None],
+            "text_config": "not a dict",
+            "quantization_config": [1],
+        },
+        [1, 2, 3],
+    ],
+)
 def test_hostile_configs_give_a_report_or_one_line(tmp_path, config):
     (tmp_path / "config.json").write_text(json.dumps(config))
     code, out, err = run("--model", str(tmp_path), "--gpu-memory", "24GiB")
@@ -216,8 +272,12 @@ def test_the_readme_example_is_what_the_tool_prints():
     readme = (ROOT / "README.md").read_text()
     code, out, _ = run("--gpu", "L4", "--", "vllm", "serve", str(CONFIGS / "llama-3.1-8b-instruct"))
     assert code == 1
-    for line in ("DOES NOT FIT [kv_cache_insufficient]", "KV cache         4.12 GiB -> 33,776 tokens",
-                 "--max-model-len 25872: the longest length", "--kv-cache-dtype fp8 with --max-model-len 51744"):
+    for line in (
+        "DOES NOT FIT [kv_cache_insufficient]",
+        "KV cache         4.12 GiB -> 33,776 tokens",
+        "--max-model-len 25872: the longest length",
+        "--kv-cache-dtype fp8 with --max-model-len 51744",
+    ):
         assert line in out and line in readme
 
 
@@ -269,8 +329,20 @@ def test_a_pinned_kv_cache_memory_sizes_the_pool(tmp_path):
 def test_secrets_on_the_command_line_never_reach_the_report():
     secret = "sk-" + "a1b2c3d4" * 4
     for fmt in ("json", "terminal", "markdown"):
-        code, out, _err = run("--format", fmt, "--gpu", "H100", "--", "vllm", "serve", LLAMA, "--api-key", secret,
-                             "--max-model-len", "8192")
+        code, out, _err = run(
+            "--format",
+            fmt,
+            "--gpu",
+            "H100",
+            "--",
+            "vllm",
+            "serve",
+            LLAMA,
+            "--api-key",
+            secret,
+            "--max-model-len",
+            "8192",
+        )
         assert code == 0 and secret not in out and "--api-key" in out
 
 
@@ -290,8 +362,9 @@ def test_a_misspelled_flag_is_a_usage_error_not_a_fit():
 
 
 def test_real_serve_flags_the_plan_does_not_use_are_listed_not_refused():
-    code, p = plan_json("--model", LLAMA, "--gpu", "H100", "--port", "8001", "--trust-remote-code",
-                        "--no-enable-prefix-caching")
+    code, p = plan_json(
+        "--model", LLAMA, "--gpu", "H100", "--port", "8001", "--trust-remote-code", "--no-enable-prefix-caching"
+    )
     assert code == 0
     assert p["flags"]["ignored"] == ["--port 8001", "--trust-remote-code", "--no-enable-prefix-caching"]
 
@@ -307,13 +380,21 @@ def test_the_serve_flag_list_is_data_with_its_provenance():
     assert not any(name.startswith("-") or name != name.strip() for name in serve_flags())
 
 
-@pytest.mark.parametrize("card,smi_name,smi_mib", [("L4", "NVIDIA L4", 23034), ("H100", "NVIDIA H100 80GB HBM3", 81559),
-                                                   ("4090", "NVIDIA GeForce RTX 4090", 24564),
-                                                   ("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920)])
+@pytest.mark.parametrize(
+    "card,smi_name,smi_mib",
+    [
+        ("L4", "NVIDIA L4", 23034),
+        ("H100", "NVIDIA H100 80GB HBM3", 81559),
+        ("4090", "NVIDIA GeForce RTX 4090", 24564),
+        ("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920),
+    ],
+)
 def test_nvidia_smi_and_the_card_name_agree_on_the_total(tmp_path, card, smi_name, smi_mib):
     smi = tmp_path / "smi.csv"
-    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
-                   f"0, {smi_name}, {smi_mib} MiB, 0 MiB, {smi_mib} MiB\n")
+    smi.write_text(
+        "index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+        f"0, {smi_name}, {smi_mib} MiB, 0 MiB, {smi_mib} MiB\n"
+    )
     _, by_smi = plan_json("--model", LLAMA, "--nvidia-smi", str(smi), "--max-model-len", "8192")
     _, by_name = plan_json("--model", LLAMA, "--gpu", card, "--max-model-len", "8192")
     assert by_smi["gpu"]["total_bytes"] == by_name["gpu"]["total_bytes"]
@@ -322,7 +403,9 @@ def test_nvidia_smi_and_the_card_name_agree_on_the_total(tmp_path, card, smi_nam
 
 def test_an_unknown_card_in_nvidia_smi_keeps_its_total(tmp_path):
     smi = tmp_path / "smi.csv"
-    smi.write_text("index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
-                   "0, NVIDIA Future X, 50000 MiB, 0 MiB, 50000 MiB\n")
+    smi.write_text(
+        "index, name, memory.total [MiB], memory.used [MiB], memory.free [MiB]\n"
+        "0, NVIDIA Future X, 50000 MiB, 0 MiB, 50000 MiB\n"
+    )
     _, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi))
     assert p["gpu"]["total_bytes"] == 50000 << 20

@@ -17,8 +17,8 @@ import re
 
 import pytest
 import yaml
-
 from conftest import CORPUS, ROOT
+
 from triage.memory import Quantity
 from triage.memory import kv as mkv
 
@@ -60,23 +60,30 @@ FACTS = _corpus_facts() if CORPUS.is_dir() else []
 def _plan(fixture: str, tokens: list[str], **gpu):
     from triage.plan.command import make_plan
 
-    args = argparse.Namespace(model=str(CONFIGS / fixture), gpu_memory=gpu.get("memory"), gpu=None,
-                              nvidia_smi=gpu.get("smi"))
+    args = argparse.Namespace(
+        model=str(CONFIGS / fixture), gpu_memory=gpu.get("memory"), gpu=None, nvidia_smi=gpu.get("smi")
+    )
     return make_plan(args, tokens)
 
 
 def _flags(facts: dict) -> list[str]:
     tokens = ["--tensor-parallel-size", str(facts.get("tensor_parallel_size") or 1)]
-    for fact, flag in (("max_model_len", "--max-model-len"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
-                       ("dtype", "--dtype"), ("kv_cache_dtype", "--kv-cache-dtype"), ("max_num_seqs", "--max-num-seqs"),
-                       ("max_num_batched_tokens", "--max-num-batched-tokens")):
+    for fact, flag in (
+        ("max_model_len", "--max-model-len"),
+        ("gpu_memory_utilization", "--gpu-memory-utilization"),
+        ("dtype", "--dtype"),
+        ("kv_cache_dtype", "--kv-cache-dtype"),
+        ("max_num_seqs", "--max-num-seqs"),
+        ("max_num_batched_tokens", "--max-num-batched-tokens"),
+    ):
         if facts.get(fact) is not None:
             tokens += [flag, str(facts[fact])]
     return tokens + (["--enforce-eager"] if facts.get("enforce_eager") else [])
 
 
-KV_LOGS = [(stem, r, fx) for stem, r, fx in FACTS if r.facts.get("kv_cache_bytes", 0) > 0
-           and r.facts.get("kv_cache_tokens")]
+KV_LOGS = [
+    (stem, r, fx) for stem, r, fx in FACTS if r.facts.get("kv_cache_bytes", 0) > 0 and r.facts.get("kv_cache_tokens")
+]
 
 
 def test_enough_corpus_logs_print_kv_memory_and_tokens_for_a_fixture_model():
@@ -99,8 +106,12 @@ def _failing() -> list[tuple[str, object, str, list[str]]]:
     for stem, report, fixture in FACTS:
         expect = (labels.get(stem) or {}).get("expect") or []
         diagnosed = [d.id for d in report.diagnoses]
-        if (expect and expect[0] in MEMORY_CAUSES and diagnosed[:1] == expect[:1]
-                and report.facts.get("gpu_total_bytes")):
+        if (
+            expect
+            and expect[0] in MEMORY_CAUSES
+            and diagnosed[:1] == expect[:1]
+            and report.facts.get("gpu_total_bytes")
+        ):
             out.append((stem, report, fixture, expect))
     return out
 
@@ -121,8 +132,11 @@ def test_a_launch_the_corpus_shows_failing_does_not_fit_for_the_same_reason(stem
     assert plan.remedies
 
 
-POOL_LOGS = [(stem, r, fx) for stem, r, fx in KV_LOGS if r.facts.get("gpu_total_bytes")
-             and r.facts.get("gpu_memory_utilization") and not r.diagnoses]
+POOL_LOGS = [
+    (stem, r, fx)
+    for stem, r, fx in KV_LOGS
+    if r.facts.get("gpu_total_bytes") and r.facts.get("gpu_memory_utilization") and not r.diagnoses
+]
 
 
 @pytest.mark.parametrize("stem,report,fixture", POOL_LOGS, ids=[s for s, _, _ in POOL_LOGS])

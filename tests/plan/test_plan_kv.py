@@ -10,9 +10,10 @@ import json
 
 import pytest
 import yaml
-
 from conftest import ROOT
-from triage.plan import kv_layout as kv, params
+
+from triage.plan import kv_layout as kv
+from triage.plan import params
 from triage.plan.spec import DTYPE_BYTES, TextConfig, kv_dtype_bytes, resolve_dtype
 
 CONFIGS = ROOT / "fixtures" / "configs"
@@ -22,7 +23,8 @@ CASES = sorted(p.parent.name for p in CONFIGS.glob("*/expect.yaml"))
 def _load(name: str) -> tuple[TextConfig, dict]:
     folder = CONFIGS / name
     return TextConfig.of(json.loads((folder / "config.json").read_text())), yaml.safe_load(
-        (folder / "expect.yaml").read_text())
+        (folder / "expect.yaml").read_text()
+    )
 
 
 def _layout(cfg: TextConfig, tp: int, kv_dtype: str) -> kv.KvLayout:
@@ -110,7 +112,7 @@ def test_quantized_checkpoints_count_fewer_bytes():
     w = params.weights(cfg, None, None, None, "float16", None, 1, None)
     # ~6.7B text parameters at 4 bits plus fp16 embeddings, and the 0.3B CLIP encoder in fp16
     assert w.estimated and 4.0 * 2**30 < w.total_bytes < 4.5 * 2**30
-    assert params.encoder_params(cfg) == 24 * (4 * 1024 ** 2 + 2 * 1024 * 4096) + 1024 * 4096 + 4096 ** 2
+    assert params.encoder_params(cfg) == 24 * (4 * 1024**2 + 2 * 1024 * 4096) + 1024 * 4096 + 4096**2
     fp8, _ = _load("deepseek-v3")
     w8 = params.weights(fp8, None, None, None, "bfloat16", None, 8, None)
     assert w8.total_bytes == pytest.approx(671e9, rel=0.03)  # one byte per linear weight
@@ -118,9 +120,19 @@ def test_quantized_checkpoints_count_fewer_bytes():
 
 def test_chunked_local_attention_groups_like_a_window():
     """Llama 4's shape: RoPE layers attend in chunks (ChunkedLocalAttentionSpec), NoPE layers globally."""
-    cfg = TextConfig.of({"model_type": "llama4_text", "num_hidden_layers": 8, "num_attention_heads": 8,
-                         "num_key_value_heads": 2, "head_dim": 64, "hidden_size": 512, "attention_chunk_size": 64,
-                         "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0], "torch_dtype": "bfloat16"})
+    cfg = TextConfig.of(
+        {
+            "model_type": "llama4_text",
+            "num_hidden_layers": 8,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 2,
+            "head_dim": 64,
+            "hidden_size": 512,
+            "attention_chunk_size": 64,
+            "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0],
+            "torch_dtype": "bfloat16",
+        }
+    )
     layout = _layout(cfg, 1, "auto")
     per_layer = 2 * 2 * 64 * 2
     assert layout.family == "gqa+chunked-local"
@@ -131,11 +143,25 @@ def test_chunked_local_attention_groups_like_a_window():
 
 def test_linear_attention_layers_hold_a_state_not_tokens():
     """A gated delta-net hybrid (`layer_types` with linear_attention): state layers in vLLM's groups."""
-    cfg = TextConfig.of({"model_type": "hybrid_test", "num_hidden_layers": 8, "num_attention_heads": 8,
-                         "num_key_value_heads": 2, "head_dim": 64, "hidden_size": 512,
-                         "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3
-                         + ["full_attention"], "linear_num_key_heads": 2, "linear_num_value_heads": 4,
-                         "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4})
+    cfg = TextConfig.of(
+        {
+            "model_type": "hybrid_test",
+            "num_hidden_layers": 8,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 2,
+            "head_dim": 64,
+            "hidden_size": 512,
+            "layer_types": ["linear_attention"] * 3
+            + ["full_attention"]
+            + ["linear_attention"] * 3
+            + ["full_attention"],
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 32,
+            "linear_value_head_dim": 32,
+            "linear_conv_kernel_dim": 4,
+        }
+    )
     layout = _layout(cfg, 1, "auto")
     per_layer = 2 * 2 * 64 * 2
     assert layout.family == "hybrid-mamba" and layout.attention_bytes_per_token == 2 * per_layer

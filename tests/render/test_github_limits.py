@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from conftest import FIXTURES, triage_file
+
 from triage.apps.cli import main
 from triage.apps.output import render_all
 from triage.render.github import MAX_ANNOTATIONS

@@ -11,28 +11,46 @@ from __future__ import annotations
 import io
 import re
 
+from conftest import FIXTURES
 from markdown_it import MarkdownIt
 
-from conftest import FIXTURES
 from triage.apps.cli import main
-from triage.render.markdown import code, render, text
 from triage.model.report import Diagnosis, Echo, Evidence, Failure, InputInfo, Remedy, Report
+from triage.render.markdown import code, render, text
 
-HOSTILE = ("<img src=x onerror=alert(1)> </details> [link](https://evil.example) ![i](https://evil.example/i.png) "
-           "@octo-org/team | cell | `code` ``two`` *em* _em_ ~~del~~ &amp; <script>x</script> $x$")
+HOSTILE = (
+    "<img src=x onerror=alert(1)> </details> [link](https://evil.example) ![i](https://evil.example/i.png) "
+    "@octo-org/team | cell | `code` ``two`` *em* _em_ ~~del~~ &amp; <script>x</script> $x$"
+)
 FENCE_BREAKER = "```\n</details>\n<img src=x onerror=alert(2)>"
 
 
 def hostile_report() -> Report:
-    evidence = [Evidence(line=7, text=f"ERROR 06-02 05:17:18 [core.py:387] {HOSTILE}", origin="EngineCore <b>"),
-                Evidence(line=8, text=FENCE_BREAKER.replace("\n", " "))]
-    diagnosis = Diagnosis(id="unknown_failure", title=f"Title {HOSTILE}", confidence=0.5,
-                          explanation=f"Because {HOSTILE}", evidence=evidence,
-                          remedies=[Remedy(text=f"fix {HOSTILE}", flags={"--model": HOSTILE}, env={"X": "`a`"})])
-    return Report(input=InputInfo(name=f"node|1/{HOSTILE}.log", lines=9, bytes=100), outcome="failed",
-                  failure=Failure(line=8, message=f"{FENCE_BREAKER}\n{HOSTILE}", origin="x",
-                                  downstream=[Echo(line=9, origin=f"o {HOSTILE}", message=f"m {HOSTILE}")]),
-                  facts={"model": HOSTILE, "max_model_len": 4096}, diagnoses=[diagnosis], notes=[f"note {HOSTILE}"])
+    evidence = [
+        Evidence(line=7, text=f"ERROR 06-02 05:17:18 [core.py:387] {HOSTILE}", origin="EngineCore <b>"),
+        Evidence(line=8, text=FENCE_BREAKER.replace("\n", " ")),
+    ]
+    diagnosis = Diagnosis(
+        id="unknown_failure",
+        title=f"Title {HOSTILE}",
+        confidence=0.5,
+        explanation=f"Because {HOSTILE}",
+        evidence=evidence,
+        remedies=[Remedy(text=f"fix {HOSTILE}", flags={"--model": HOSTILE}, env={"X": "`a`"})],
+    )
+    return Report(
+        input=InputInfo(name=f"node|1/{HOSTILE}.log", lines=9, bytes=100),
+        outcome="failed",
+        failure=Failure(
+            line=8,
+            message=f"{FENCE_BREAKER}\n{HOSTILE}",
+            origin="x",
+            downstream=[Echo(line=9, origin=f"o {HOSTILE}", message=f"m {HOSTILE}")],
+        ),
+        facts={"model": HOSTILE, "max_model_len": 4096},
+        diagnoses=[diagnosis],
+        notes=[f"note {HOSTILE}"],
+    )
 
 
 def html_of(markdown: str) -> str:
@@ -76,7 +94,9 @@ def test_the_step_summary_of_a_hostile_log(tmp_path, monkeypatch):
     """End to end: a log whose model name and error hold markup, through -f github into the summary."""
     base = (FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log").read_text()
     log = tmp_path / "evil.log"
-    log.write_text(base.replace("Qwen/Qwen2.5-14B-Instruct", "x/<img src=x onerror=alert(1)>|@octo-org [a](https://e.x)"))
+    log.write_text(
+        base.replace("Qwen/Qwen2.5-14B-Instruct", "x/<img src=x onerror=alert(1)>|@octo-org [a](https://e.x)")
+    )
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     assert main([str(log), "-f", "github"], stdout=io.StringIO(), stderr=io.StringIO()) == 1

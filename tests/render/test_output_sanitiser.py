@@ -16,35 +16,77 @@ import io
 import re
 
 import pytest
+from conftest import FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
 from triage.apps.cli import main
 from triage.apps.output import render_all
 from triage.model.report import Diagnosis, Echo, Evidence, Failure, InputInfo, Remedy, Report
 from triage.render import FORMATS
 from triage.render.sanitise import BIDI, clean
 
-PIECES = ["\x1b[2J", "\x1bc", "\x1b(0", "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",
-          "\x1b]52;c;ZWNobyBoaQ==\x07", "\x9b31m", "\r", "\n", "\t", "\x00", "\x7f", "\u2028", "\udcff",
-          "::warning::forged", "::stop-commands::tok", "##[stop-commands]", "##[error]x", "##vso[task.setvariable]",
-          "##VSO[task.complete]", "section_start:1700000000:evil[collapsed=true]", "section_end:1:evil",
-          "::add-mask::x", " ::set-output name=a::b", "c10::Error", "x", " ", "a.log"] + list(BIDI)
+PIECES = [
+    "\x1b[2J",
+    "\x1bc",
+    "\x1b(0",
+    "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",
+    "\x1b]52;c;ZWNobyBoaQ==\x07",
+    "\x9b31m",
+    "\r",
+    "\n",
+    "\t",
+    "\x00",
+    "\x7f",
+    "\u2028",
+    "\udcff",
+    "::warning::forged",
+    "::stop-commands::tok",
+    "##[stop-commands]",
+    "##[error]x",
+    "##vso[task.setvariable]",
+    "##VSO[task.complete]",
+    "section_start:1700000000:evil[collapsed=true]",
+    "section_end:1:evil",
+    "::add-mask::x",
+    " ::set-output name=a::b",
+    "c10::Error",
+    "x",
+    " ",
+    "a.log",
+] + list(BIDI)
 HOSTILE = st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join)
 _CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI}]")
-_GITHUB_NAMES = r"(?:error|warning|notice|debug|group|endgroup|add-mask|stop-commands|set-output|set-env|add-path" \
-                r"|save-state|echo|add-matcher|remove-matcher)\b"
+_GITHUB_NAMES = (
+    r"(?:error|warning|notice|debug|group|endgroup|add-mask|stop-commands|set-output|set-env|add-path"
+    r"|save-state|echo|add-matcher|remove-matcher)\b"
+)
 
 
 def hostile_report(text: str) -> Report:
     evidence = [Evidence(line=7, text=f"ERROR 06-02 05:17:18 [core.py:387] {text}", origin=f"Engine{text}")]
-    diagnosis = Diagnosis(id="unknown_failure", title="A cause", confidence=0.5, explanation=f"Because {text}",
-                          evidence=evidence, remedies=[Remedy(text="fix it", flags={"--model": text})])
-    return Report(input=InputInfo(name=f"{text}.log", lines=9, bytes=100), outcome="failed",
-                  failure=Failure(line=7, message=f"{text}\n{text}", origin=text, exception=text,
-                                  downstream=[Echo(line=9, origin=text, message=text)]),
-                  facts={"model": text, "max_model_len": 4096}, diagnoses=[diagnosis], notes=[f"note {text}"])
+    diagnosis = Diagnosis(
+        id="unknown_failure",
+        title="A cause",
+        confidence=0.5,
+        explanation=f"Because {text}",
+        evidence=evidence,
+        remedies=[Remedy(text="fix it", flags={"--model": text})],
+    )
+    return Report(
+        input=InputInfo(name=f"{text}.log", lines=9, bytes=100),
+        outcome="failed",
+        failure=Failure(
+            line=7,
+            message=f"{text}\n{text}",
+            origin=text,
+            exception=text,
+            downstream=[Echo(line=9, origin=text, message=text)],
+        ),
+        facts={"model": text, "max_model_len": 4096},
+        diagnoses=[diagnosis],
+        notes=[f"note {text}"],
+    )
 
 
 def assert_inert(out: str, fmt: str) -> None:
@@ -56,7 +98,7 @@ def assert_inert(out: str, fmt: str) -> None:
         if fmt == "github":
             own = re.match(r"::(?:error|warning|notice)(?: [^:]*)?::", line)
             assert own, line
-            body = line[own.end():]
+            body = line[own.end() :]
         start = body.lstrip()
         assert not (start.startswith("::") and "::" in start[2:]), (fmt, line)  # what the runner acts on
         assert not re.search(r"(?<![\w:])::" + _GITHUB_NAMES, body, re.I), (fmt, line)
@@ -80,11 +122,20 @@ def test_the_sanitiser_is_idempotent_and_keeps_printable_text(text):
         assert once == text
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("\x1b[2J", "\\x1b[2J"), ("a\u202eb", "a\\u202eb"), ("\udcff.log", "\\xff.log"), ("\x9b", "\\x9b"),
-    ("##[stop-commands]", "# #[stop-commands]"), ("x ::warning::y", "x : :warning::y"), ("c10::Error", "c10::Error"),
-    ("c10::Error::Error(c10::SourceLocation)", "c10::Error::Error(c10::SourceLocation)"), ("a\r\nb", "a\nb"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("\x1b[2J", "\\x1b[2J"),
+        ("a\u202eb", "a\\u202eb"),
+        ("\udcff.log", "\\xff.log"),
+        ("\x9b", "\\x9b"),
+        ("##[stop-commands]", "# #[stop-commands]"),
+        ("x ::warning::y", "x : :warning::y"),
+        ("c10::Error", "c10::Error"),
+        ("c10::Error::Error(c10::SourceLocation)", "c10::Error::Error(c10::SourceLocation)"),
+        ("a\r\nb", "a\nb"),
+    ],
+)
 def test_what_the_sanitiser_shows(text, shown):
     assert clean(text) == shown
 
@@ -109,9 +160,12 @@ def test_a_log_and_a_file_name_that_command_the_runner(tmp_path):
 def test_a_rule_pack_s_words_are_inert_in_rules_list_and_explain(tmp_path):
     """A pack is a stranger's text too: its title reaches `rules list`, `explain` and reports."""
     pack = tmp_path / "hostile.yaml"
-    pack.write_text('schema: 1\nrules:\n  - id: hostile-title\n    cause: kv_cache_insufficient\n'
-                    '    title: "x\\e[2J\\u202e ##[stop-commands] ##vso[task.complete]"\n'
-                    '    when: {event: kv_needed}\n    explanation: "::warning::forged"\n', encoding="utf-8")
+    pack.write_text(
+        "schema: 1\nrules:\n  - id: hostile-title\n    cause: kv_cache_insufficient\n"
+        '    title: "x\\e[2J\\u202e ##[stop-commands] ##vso[task.complete]"\n'
+        '    when: {event: kv_needed}\n    explanation: "::warning::forged"\n',
+        encoding="utf-8",
+    )
     for argv in (["rules", "list", str(pack)], ["explain", "kv_cache_insufficient", "--rules", str(pack)]):
         out, err = io.StringIO(), io.StringIO()
         assert main(argv, stdout=out, stderr=err) == 0, err.getvalue()

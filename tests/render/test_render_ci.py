@@ -8,13 +8,13 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from conftest import FIXTURES, TextSnapshot, triage_file, triage_text
+
 from triage.apps.cli import main
 from triage.apps.output import render_all
+from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report, VllmInfo
 from triage.render import render
 from triage.render.github import command, escape_data, escape_property
-from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report, VllmInfo
 
 FAILED = FIXTURES / "kv_cache_insufficient" / "v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log"
 HEALTHY = FIXTURES / "healthy" / "v1-0.10.2-qwen3-8b-h100-apiserver-prefix-free-memory-advice.log"
@@ -33,24 +33,42 @@ def snapshot_xml(snapshot):
 
 def _diagnosis(i: int, **overrides) -> Diagnosis:
     fields = dict(
-        id=f"cause_{i}", title=f"Cause number {i}", confidence=round(0.9 - i / 10, 2),
+        id=f"cause_{i}",
+        title=f"Cause number {i}",
+        confidence=round(0.9 - i / 10, 2),
         explanation=f"Explanation {i}: 40 GiB > 38 GiB, so it cannot fit.",
         evidence=[Evidence(line=10 + i, text=f"ERROR line {10 + i}: something <failed> & stopped")],
-        remedies=[Remedy(text="lower the utilization", flags={"--gpu-memory-utilization": "0.85"}),
-                  Remedy(text="let the allocator reuse segments",
-                         env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})])
+        remedies=[
+            Remedy(text="lower the utilization", flags={"--gpu-memory-utilization": "0.85"}),
+            Remedy(
+                text="let the allocator reuse segments", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+            ),
+        ],
+    )
     fields.update(overrides)
     return Diagnosis(**fields)
 
 
-def _report(outcome: str = "failed", diagnoses: int | list[Diagnosis] = 0, name: str = "startup.log",
-            **overrides) -> Report:
-    failure = Failure(phase="profiling", line=42, origin="VllmWorker rank=0",
-                      message="RuntimeError: something broke\n  at frame 1") if outcome == "failed" else None
-    fields = dict(input=InputInfo(name=name, lines=100, bytes=5000), outcome=outcome,
-                  vllm=VllmInfo(version="0.10.1", engine="v1"), failure=failure,
-                  diagnoses=diagnoses if isinstance(diagnoses, list) else
-                  [_diagnosis(i) for i in range(1, diagnoses + 1)])
+def _report(
+    outcome: str = "failed", diagnoses: int | list[Diagnosis] = 0, name: str = "startup.log", **overrides
+) -> Report:
+    failure = (
+        Failure(
+            phase="profiling",
+            line=42,
+            origin="VllmWorker rank=0",
+            message="RuntimeError: something broke\n  at frame 1",
+        )
+        if outcome == "failed"
+        else None
+    )
+    fields = dict(
+        input=InputInfo(name=name, lines=100, bytes=5000),
+        outcome=outcome,
+        vllm=VllmInfo(version="0.10.1", engine="v1"),
+        failure=failure,
+        diagnoses=diagnoses if isinstance(diagnoses, list) else [_diagnosis(i) for i in range(1, diagnoses + 1)],
+    )
     fields.update(overrides)
     return Report(**fields)
 
@@ -64,10 +82,12 @@ SYNTHETIC = {
 
 def _all_cases():
     return [pytest.param(lambda p=p: triage_file(p), id=k) for k, p in LOGS.items()] + [
-        pytest.param(f, id=k) for k, f in SYNTHETIC.items()]
+        pytest.param(f, id=k) for k, f in SYNTHETIC.items()
+    ]
 
 
 # --- snapshots -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("make", _all_cases())
 def test_github_snapshot(make, snapshot_txt):
@@ -86,15 +106,20 @@ def test_slack_snapshot(make, snapshot_json):
 
 # --- GitHub ----------------------------------------------------------------------------------
 
+
 def test_github_escapes_messages_and_properties():
     assert escape_data("100% done\r\nnext: a, b") == "100%25 done%0D%0Anext: a, b"
     assert escape_property("100% done\r\nnext: a, b") == "100%25 done%0D%0Anext%3A a%2C b"
-    d = _diagnosis(1, title="Disk: full, 100% used\nreally", explanation="50% of it: gone,\r\nsee above",
-                   remedies=[Remedy(text="more: disk", flags={"--x": "a,b"})])
+    d = _diagnosis(
+        1,
+        title="Disk: full, 100% used\nreally",
+        explanation="50% of it: gone,\r\nsee above",
+        remedies=[Remedy(text="more: disk", flags={"--x": "a,b"})],
+    )
     out = render(_report("failed", name="run:1,a.log", diagnoses=[d]), "github")
     assert out.count("\n") == 1 and out.endswith("\n")
     line = out.rstrip("\n")
-    props, message = line[len("::error "):].split("::", 1)
+    props, message = line[len("::error ") :].split("::", 1)
     assert props == "file=run%3A1%2Ca.log,line=42,title=Disk%3A full%2C 100%25 used%0Areally"
     assert "\r" not in line and "%0D" not in message  # the summary is one line: whitespace collapsed
     assert "50%25 of it: gone, see above" in message
@@ -104,7 +129,8 @@ def test_github_escapes_messages_and_properties():
 
 def test_github_command_escapes_data_and_properties():
     assert command("error", "50% a\r\nb: c, d", file="x,y.log", line=3, title="T: 1, 2%", col=None) == (
-        "::error file=x%2Cy.log,line=3,title=T%3A 1%2C 2%25::50%25 a%0D%0Ab: c, d\n")
+        "::error file=x%2Cy.log,line=3,title=T%3A 1%2C 2%25::50%25 a%0D%0Ab: c, d\n"
+    )
     assert command("notice", "ok") == "::notice::ok\n"
 
 
@@ -168,11 +194,28 @@ def test_step_summary_unwritable_is_exit_2(tmp_path, monkeypatch):
 # element -> (required attributes, allowed attributes, allowed children).
 JUNIT_SCHEMA = {
     "testsuites": ({"tests", "failures"}, {"name", "tests", "failures", "errors", "time", "disabled"}, {"testsuite"}),
-    "testsuite": ({"name", "tests", "failures", "errors"},
-                  {"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname", "id",
-                   "package", "disabled"}, {"properties", "testcase", "system-out", "system-err"}),
-    "testcase": ({"name", "classname"}, {"name", "classname", "time", "assertions", "status"},
-                 {"failure", "error", "skipped", "system-out", "system-err"}),
+    "testsuite": (
+        {"name", "tests", "failures", "errors"},
+        {
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "skipped",
+            "time",
+            "timestamp",
+            "hostname",
+            "id",
+            "package",
+            "disabled",
+        },
+        {"properties", "testcase", "system-out", "system-err"},
+    ),
+    "testcase": (
+        {"name", "classname"},
+        {"name", "classname", "time", "assertions", "status"},
+        {"failure", "error", "skipped", "system-out", "system-err"},
+    ),
     "failure": (set(), {"message", "type"}, set()),
     "system-out": (set(), set(), set()),
 }
@@ -263,6 +306,7 @@ def test_junit_several_logs_merge_into_one_document():
 
 # --- Slack -----------------------------------------------------------------------------------
 
+
 def _texts(blocks: list[dict]):
     for block in blocks:
         if "text" in block:
@@ -273,9 +317,12 @@ def _texts(blocks: list[dict]):
 
 def test_slack_respects_block_kit_limits():
     huge = "A <b> & c " * 2000
-    diagnoses = [_diagnosis(i, title="T" * 400, explanation=huge,
-                            remedies=[Remedy(text="r " * 400, flags={"--flag": "`x`" * 200})] * 20)
-                 for i in range(1, 11)]
+    diagnoses = [
+        _diagnosis(
+            i, title="T" * 400, explanation=huge, remedies=[Remedy(text="r " * 400, flags={"--flag": "`x`" * 200})] * 20
+        )
+        for i in range(1, 11)
+    ]
     report = _report("failed", name="n" * 300, failure=Failure(line=1, message=huge), diagnoses=diagnoses)
     message = json.loads(render(report, "slack"))
     blocks = message["blocks"]
@@ -310,12 +357,14 @@ def test_slack_several_logs_are_one_object_per_line():
 
 # --- the CLI and redaction --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fmt", ["github", "junit", "slack"])
 def test_cli_accepts_the_ci_formats(fmt, tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     target = tmp_path / f"report.{fmt}"
-    code = main([str(FAILED), str(HEALTHY), "--format", fmt, "-o", str(target)],
-                stdout=io.StringIO(), stderr=io.StringIO())
+    code = main(
+        [str(FAILED), str(HEALTHY), "--format", fmt, "-o", str(target)], stdout=io.StringIO(), stderr=io.StringIO()
+    )
     assert code == 1 and target.read_text(encoding="utf-8").strip()
 
 

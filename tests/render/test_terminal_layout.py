@@ -8,11 +8,11 @@ long, evidence shows the message without its logger prefix, and no tab reaches t
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, fixture_cases, triage_file
+
+from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report
 from triage.render import render
 from triage.render.common import command_line
-from triage.model.report import Diagnosis, Evidence, Failure, InputInfo, Remedy, Report
 
 LAYOUT = [
     "kv_cache_insufficient/v1-0.9.2-tp2-qwen14b-4090-estimated-max-len.log",
@@ -51,14 +51,28 @@ def test_every_fixture_keeps_the_promises(width):
 
 def test_long_commands_and_tabs():
     long_value = "/models/" + "very-long-model-directory-name/" * 6 + "weights"
-    evidence = [Evidence(line=12, origin="(VllmWorker rank=1 pid=77)",
-                         text="ERROR 06-02 05:17:18 [core.py:387] Value\terror:\tthe message itself"),
-                Evidence(line=1234, text="INFO 06-02 05:17:18 [loader.py:1] plain line")]
-    d = Diagnosis(id="unknown_failure", title="A title", confidence=0.5, explanation="why\twith a tab",
-                  evidence=evidence, remedies=[Remedy(text="use it", flags={"--model": long_value},
-                                                      env={"HF_HOME": "/a/b"})])
-    report = Report(input=InputInfo(name="t.log", lines=2000, bytes=1), outcome="failed",
-                    failure=Failure(line=12, message="Value\terror:\tthe message itself"), diagnoses=[d])
+    evidence = [
+        Evidence(
+            line=12,
+            origin="(VllmWorker rank=1 pid=77)",
+            text="ERROR 06-02 05:17:18 [core.py:387] Value\terror:\tthe message itself",
+        ),
+        Evidence(line=1234, text="INFO 06-02 05:17:18 [loader.py:1] plain line"),
+    ]
+    d = Diagnosis(
+        id="unknown_failure",
+        title="A title",
+        confidence=0.5,
+        explanation="why\twith a tab",
+        evidence=evidence,
+        remedies=[Remedy(text="use it", flags={"--model": long_value}, env={"HF_HOME": "/a/b"})],
+    )
+    report = Report(
+        input=InputInfo(name="t.log", lines=2000, bytes=1),
+        outcome="failed",
+        failure=Failure(line=12, message="Value\terror:\tthe message itself"),
+        diagnoses=[d],
+    )
     _promises(report, 80)
     text = render(report, "terminal", width=80)
     assert f"     HF_HOME=/a/b --model {long_value}\n" in text  # one line, longer than 80: it scrolls

@@ -19,16 +19,36 @@ def ev(text, ctx=CTX):
     return compile_expr(text).evaluate(ctx, trace), list(trace.lines)
 
 
-@pytest.mark.parametrize("text,value", [
-    ("1 + 2 * 3", 7), ("10 - 2 - 3", 5), ("7 // 2", 3), ("7 % 4", 3), ("-(2 + 1)", -3),
-    ("2 GiB", 2 * 2**30), ("512 MiB + 512 MiB == 1 GiB", True),
-    ("1 < 2 and 2 < 3", True), ("not (1 < 2)", False), ("1 if 2 > 1 else 0", 1),
-    ("'torch_oom' in seen", True), ("'x' not in seen", True),
-    ("min(3, none, 1)", 1), ("max([1, 5, 2])", 5), ("coalesce(none, 4)", 4),
-    ("round_down(22537.5, 16)", 22528), ("round_up(0.9212, 0.01)", 0.93),
-    ("floor(2.7)", 2), ("ceil(2.1)", 3), ("clamp(5, 0, 3)", 3), ("exists(none)", False),
-    ("1 / 0", None), ("none + 1", None), ("none > 1", False), ("none == none", True),
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("1 + 2 * 3", 7),
+        ("10 - 2 - 3", 5),
+        ("7 // 2", 3),
+        ("7 % 4", 3),
+        ("-(2 + 1)", -3),
+        ("2 GiB", 2 * 2**30),
+        ("512 MiB + 512 MiB == 1 GiB", True),
+        ("1 < 2 and 2 < 3", True),
+        ("not (1 < 2)", False),
+        ("1 if 2 > 1 else 0", 1),
+        ("'torch_oom' in seen", True),
+        ("'x' not in seen", True),
+        ("min(3, none, 1)", 1),
+        ("max([1, 5, 2])", 5),
+        ("coalesce(none, 4)", 4),
+        ("round_down(22537.5, 16)", 22528),
+        ("round_up(0.9212, 0.01)", 0.93),
+        ("floor(2.7)", 2),
+        ("ceil(2.1)", 3),
+        ("clamp(5, 0, 3)", 3),
+        ("exists(none)", False),
+        ("1 / 0", None),
+        ("none + 1", None),
+        ("none > 1", False),
+        ("none == none", True),
+    ],
+)
 def test_values(text, value):
     assert ev(text)[0] == value
 
@@ -45,10 +65,19 @@ def test_missing_fact_makes_conditions_false_not_errors():
     assert ev("event.requested > 1")[0] is False  # no event bound: none, not an error
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os')", "open('/etc/passwd')", "facts.__class__", "x = 1", "lambda: 1", "(1).real",
-    "seen[0]", "'a' * 10",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os')",
+        "open('/etc/passwd')",
+        "facts.__class__",
+        "x = 1",
+        "lambda: 1",
+        "(1).real",
+        "seen[0]",
+        "'a' * 10",
+    ],
+)
 def test_unsafe_or_unknown_constructs_are_refused(text):
     with pytest.raises(ExpressionError):
         compile_expr(text).evaluate(CTX, Trace())

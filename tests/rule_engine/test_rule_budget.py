@@ -18,17 +18,16 @@ import re
 from pathlib import Path
 
 import pytest
-
-import triage.diagnose.match as diagnose
 from conftest import FIXTURES
 from secret_cases import FAILED, FATAL_LINE
-from triage.rule_engine.op_budget import Budget, BudgetExceeded
+
+import triage.diagnose.match as diagnose
 from triage.apps.cli import main
 from triage.errors import RuleBudgetError, RulePackError
-from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, planned_cost
-from triage.rule_engine.load import load_packs
-from triage.rule_engine.expr import Trace, compile_expr
 from triage.pipeline import Options, load_rules, run
+from triage.rule_engine.expr import Trace, compile_expr
+from triage.rule_engine.load import load_packs
+from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded, planned_cost
 
 TERMS = 150
 
@@ -40,15 +39,17 @@ def deep_traceback_log(frames: int = 10_000) -> bytes:
     body = [prefix + "Traceback (most recent call last):"]
     for i in range(frames):
         body += [f'{prefix}  File "/venv/vllm/mod{i}.py", line {i + 1}, in func{i}', f"{prefix}    call{i}()"]
-    return "\n".join(lines[: FATAL_LINE - 1] + body + lines[FATAL_LINE - 1:]).encode()
+    return "\n".join(lines[: FATAL_LINE - 1] + body + lines[FATAL_LINE - 1 :]).encode()
 
 
 def costly_rule(i: int, terms: int = TERMS) -> str:
     """A rule of about 2 KiB (150 terms), bound to every frame event, that never fires."""
     terms = " or ".join(["event.lineno < 0"] + [f"0 == {k + 1}" for k in range(terms - 1)])
-    return (f"  - id: costly-{i}\n    cause: unknown_failure\n    title: costly\n"
-            f"    when:\n      event: frame\n      all:\n        - \"{terms}\"\n"
-            f"    explanation: x\n    fires_on: []\n    quiet_on: []\n")
+    return (
+        f"  - id: costly-{i}\n    cause: unknown_failure\n    title: costly\n"
+        f'    when:\n      event: frame\n      all:\n        - "{terms}"\n'
+        f"    explanation: x\n    fires_on: []\n    quiet_on: []\n"
+    )
 
 
 def pack(tmp_path: Path, rules: int, terms: int = TERMS) -> Path:

@@ -7,14 +7,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from triage.errors import Problem, RulePackError
 from triage.pipeline import load_rules
 from triage.rule_engine.load import builtin_pack_paths, load_packs, load_taxonomy
 
-MEMORY_CAUSES = {"gpu_memory_utilization_too_high", "kv_cache_insufficient", "weights_exceed_memory",
-                 "foreign_gpu_processes", "cuda_graph_capture_oom", "warmup_oom", "memory_fragmentation"}
+MEMORY_CAUSES = {
+    "gpu_memory_utilization_too_high",
+    "kv_cache_insufficient",
+    "weights_exceed_memory",
+    "foreign_gpu_processes",
+    "cuda_graph_capture_oom",
+    "warmup_oom",
+    "memory_fragmentation",
+}
 
 
 def test_builtin_packs_load():
@@ -32,7 +39,7 @@ def test_taxonomy_copy_matches_shared():
 
 def test_every_memory_cause_has_a_rule():
     causes = {r.cause for r in load_rules()}
-    assert MEMORY_CAUSES <= causes
+    assert causes >= MEMORY_CAUSES
 
 
 def _pack(tmp_path: Path, text: str) -> Path:
@@ -61,7 +68,9 @@ GOOD_RULE = """
 
 
 def test_all_problems_reported_at_once_with_file_line_and_id(tmp_path):
-    text = "schema: 1\nrules:\n" + """
+    text = (
+        "schema: 1\nrules:\n"
+        + """
   - id: bad-expr
     cause: kv_cache_insufficient
     title: t
@@ -82,6 +91,7 @@ def test_all_problems_reported_at_once_with_file_line_and_id(tmp_path):
     title: t
     figures: {x: "system(1)"}
 """
+    )
     problems = _problems(tmp_path, text)
     joined = "\n".join(problems)
     for rid in ("bad-expr", "bad-cause", "unknown-key", "bad-flag", "bad-func"):
@@ -179,19 +189,26 @@ def test_readme_rule_table_is_generated_from_the_packs():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "rules_table.py"), "--check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "rules_table.py"), "--check"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
 
 
 def test_a_warm_cache_loads_the_rules_without_pydantic_or_yaml(tmp_path):
     """The compiled rules are plain dataclasses: unpickling them imports neither pydantic nor
     YAML (start-up, issue 16); only a cache miss validates the packs."""
-    code = ("import sys; from triage.rule_engine.load import load_rules; n = len(load_rules()); "
-            "print(n, 'pydantic' in sys.modules, 'yaml' in sys.modules)")
+    code = (
+        "import sys; from triage.rule_engine.load import load_rules; n = len(load_rules()); "
+        "print(n, 'pydantic' in sys.modules, 'yaml' in sys.modules)"
+    )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
-                           check=True).stdout.split() for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
     assert runs[0][1:] == ["True", "True"]  # cold: the packs were read and validated
     assert runs[1] == [runs[0][0], "False", "False"]  # warm: the same rules from the cache
 

@@ -46,5 +46,5 @@ def test_recovered_exits_zero_and_every_format_renders_it():
         text = render(report, fmt)
         assert text.strip(), fmt
     assert "recovered" in render(report, "terminal")
-    assert "failures=\"0\"" in render(report, "junit")
+    assert 'failures="0"' in render(report, "junit")
     assert render(report, "github").startswith("::warning")

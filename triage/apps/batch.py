@@ -19,9 +19,9 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING
 
-from triage.errors import TriageError, UsageError
 from triage.apps.exit_codes import ArgParser
 from triage.apps.logfiles import LOG_SUFFIXES, find_logs, is_log_name, own_outputs
+from triage.errors import TriageError, UsageError
 
 __all__ = ["LOG_SUFFIXES", "batch_command", "find_logs", "is_log_name", "summary", "triage_many"]
 
@@ -38,26 +38,61 @@ def _parser() -> argparse.ArgumentParser:
     from triage.apps.conventions import size_arg
 
     p = ArgParser(prog="vllm-triage batch", description="Triage many logs in parallel and count their causes.")
-    p.add_argument("inputs", nargs="*", metavar="DIR_OR_GLOB",
-                   help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
-                   "recursively), a glob or a file")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes, or Ray workers with --ray (default: one per CPU of the machine or cluster)")
+    p.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="DIR_OR_GLOB",
+        help=f"a folder (its {', '.join(LOG_SUFFIXES[:4])} files and rotated ones such as vllm.log.1, "
+        "recursively), a glob or a file",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes, or Ray workers with --ray (default: one per CPU of the machine or cluster)",
+    )
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON report per log to FILE")
-    p.add_argument("-f", "--format", choices=("table", "jsonl"), default="table",
-                   help="stdout: the summary table (default) or JSON Lines (the table then goes to stderr)")
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=("table", "jsonl"),
+        default="table",
+        help="stdout: the summary table (default) or JSON Lines (the table then goes to stderr)",
+    )
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE", help="add a rule pack")
     p.add_argument("--no-redact", action="store_true", help="show secrets found in the logs (local use only)")
-    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
-                   help="refuse logs larger than this (e.g. 20MiB; with --ray the default is 512MiB)")
+    p.add_argument(
+        "--max-bytes",
+        type=size_arg,
+        default=None,
+        metavar="SIZE",
+        help="refuse logs larger than this (e.g. 20MiB; with --ray the default is 512MiB)",
+    )
     ray = p.add_argument_group("on a Ray cluster (the [ray] extra: pip install '.[ray]' in a checkout)")
-    ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                     help="run on Ray: a local one started for the run, or the cluster at ADDRESS "
-                     "(auto, HOST:PORT, ray://HOST:PORT); inputs may be URLs (s3://, gs://, file://)")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Ray: a local one started for the run, or the cluster at ADDRESS "
+        "(auto, HOST:PORT, ray://HOST:PORT); inputs may be URLs (s3://, gs://, file://)",
+    )
     ray.add_argument("--output", metavar="URL", help="with --ray: the folder (local or URL) for the reports")
-    ray.add_argument("--output-format", choices=("parquet", "jsonl"), default="parquet",
-                     help="with --ray: the reports' format (default: parquet)")
-    ray.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                     help="with --ray: an fsspec option for URLs (e.g. endpoint_url=http://127.0.0.1:9000)")
+    ray.add_argument(
+        "--output-format",
+        choices=("parquet", "jsonl"),
+        default="parquet",
+        help="with --ray: the reports' format (default: parquet)",
+    )
+    ray.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --ray: an fsspec option for URLs (e.g. endpoint_url=http://127.0.0.1:9000)",
+    )
     return p
 
 

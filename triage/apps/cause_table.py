@@ -45,8 +45,11 @@ def render(entries: Iterable[Entry], head: str) -> str:
     width = max([len(c) for c in causes] + [24])
     rows = [f"{'primary cause':<{width}}  logs"]
     rows += [f"{c:<{width}}  {n:>4}" for c, n in sorted(causes.items(), key=lambda cn: (-cn[1], cn[0]))]
-    rows += [f"{label:<{width}}  {other[label]:>4}" for label in ("healthy", "recovered", "incomplete", "error")
-             if other[label]]
+    rows += [
+        f"{label:<{width}}  {other[label]:>4}"
+        for label in ("healthy", "recovered", "incomplete", "error")
+        if other[label]
+    ]
     text = head + "\n" + "\n".join(rows) + "\n"
     for title, attr in BREAKDOWNS:
         if failed:
@@ -61,9 +64,11 @@ def render(entries: Iterable[Entry], head: str) -> str:
 def head_line(total: int, elapsed: float, jobs: int, entries: Iterable[Entry], what: str = "batch") -> str:
     """`vllm-triage batch: N logs in S s with J jobs: F failed, H healthy, ...`."""
     counts = Counter(e.summary.status for e in entries)
-    return (f"vllm-triage {what}: {total} logs in {elapsed:.1f} s with {jobs} "
-            f"job{'s' if jobs != 1 else ''}: {counts['failed']} failed, {counts['healthy']} healthy, "
-            f"{counts['incomplete']} incomplete, {counts['error']} unreadable\n")
+    return (
+        f"vllm-triage {what}: {total} logs in {elapsed:.1f} s with {jobs} "
+        f"job{'s' if jobs != 1 else ''}: {counts['failed']} failed, {counts['healthy']} healthy, "
+        f"{counts['incomplete']} incomplete, {counts['error']} unreadable\n"
+    )
 
 
 def _breakdown(failed: list[Summary], title: str, attr: str) -> str:

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import IO
 
 from triage import __version__
-from triage.errors import RulePackError, TriageError, UsageError
 from triage.apps.exit_codes import EXIT_ERROR, EXIT_OK, ArgParser, exit_code
 from triage.apps.output import NO_REDACT_WARNING, isatty, render_all, terminal_width, write
+from triage.errors import RulePackError, TriageError, UsageError
 
 # Subcommands live in their own modules, imported only when used: "name": "module:function".
 # Each function takes (argv, stdin, stdout, stderr) and returns an exit code.
@@ -86,52 +86,104 @@ class _OutputAction(argparse.Action):
 def _epilog() -> str:
     width = max(len(name) for name in SUBCOMMANDS) + 2
     commands = "\n".join(f"  {name:<{width}}{SUMMARIES.get(name, '')}" for name in SUBCOMMANDS)
-    return (f"commands (vllm-triage COMMAND --help for each):\n{commands}\n\n{EXIT_STATUS}\n\n{ENVIRONMENT}\n\n"
-            "The tool is not on PyPI yet: install it from a checkout, a wheel or git (see the README).")
+    return (
+        f"commands (vllm-triage COMMAND --help for each):\n{commands}\n\n{EXIT_STATUS}\n\n{ENVIRONMENT}\n\n"
+        "The tool is not on PyPI yet: install it from a checkout, a wheel or git (see the README)."
+    )
 
 
 def _triage_parser() -> argparse.ArgumentParser:
     from triage.apps.conventions import size_arg, width_arg
     from triage.render import FORMATS
 
-    p = ArgParser(prog="vllm-triage", description="Explain why a vLLM server failed to start, from its log.",
-                usage="vllm-triage [options] LOG [LOG ...]\n       vllm-triage COMMAND [options] ...",
-                epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgParser(
+        prog="vllm-triage",
+        description="Explain why a vLLM server failed to start, from its log.",
+        usage="vllm-triage [options] LOG [LOG ...]\n       vllm-triage COMMAND [options] ...",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("paths", nargs="*", metavar="LOG", help="log file(s), '-' for stdin; gzip is read as is")
-    p.add_argument("--follow", metavar="FILE", help="follow a log being written (from its start) until the "
-                   "server is ready, fails, or --timeout passes")
+    p.add_argument(
+        "--follow",
+        metavar="FILE",
+        help="follow a log being written (from its start) until the server is ready, fails, or --timeout passes",
+    )
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long")
-    p.add_argument("-f", "--format", choices=FORMATS, action=_FormatAction, dest="outputs", default=[],
-                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown); "
-                   "repeat for several reports")
-    p.add_argument("-o", "--output", metavar="FILE", action=_OutputAction, dest="outputs",
-                   help="write the report of the preceding --format to FILE ('-': stdout)")
-    p.add_argument("-q", "--quiet", action="store_true", help="one line per log on stdout (files still get "
-                   "their full reports)")
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        action=_FormatAction,
+        dest="outputs",
+        default=[],
+        help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown); "
+        "repeat for several reports",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        action=_OutputAction,
+        dest="outputs",
+        help="write the report of the preceding --format to FILE ('-': stdout)",
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="one line per log on stdout (files still get their full reports)"
+    )
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a failure is found (errors stay 2)")
-    p.add_argument("--ignore", action="append", default=[], metavar="CAUSE",
-                   help="do not report this cause (repeat, or separate with commas); a note says so")
-    p.add_argument("--min-confidence", metavar="F", default=None,
-                   help="do not report diagnoses whose confidence is below F (0 to 1)")
-    p.add_argument("--config", metavar="FILE", help="read the settings from FILE, not the .vllm-triage.toml "
-                   "or pyproject.toml found upward")
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CAUSE",
+        help="do not report this cause (repeat, or separate with commas); a note says so",
+    )
+    p.add_argument(
+        "--min-confidence",
+        metavar="F",
+        default=None,
+        help="do not report diagnoses whose confidence is below F (0 to 1)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read the settings from FILE, not the .vllm-triage.toml or pyproject.toml found upward",
+    )
     p.add_argument("--no-config", action="store_true", help="read no settings file")
-    p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
-                   help="add a rule pack (or a folder of them) to the built-in ones")
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR_OR_FILE",
+        help="add a rule pack (or a folder of them) to the built-in ones",
+    )
     p.add_argument("--width", type=width_arg, default=None, help="terminal report width (20 to 1000 columns)")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                   help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
-    p.add_argument("--no-redact", action="store_true",
-                   help="show secrets found in the log (local use only: never paste such a report)")
-    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
-                   help="refuse inputs larger than this (e.g. 20MiB)")
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show secrets found in the log (local use only: never paste such a report)",
+    )
+    p.add_argument(
+        "--max-bytes", type=size_arg, default=None, metavar="SIZE", help="refuse inputs larger than this (e.g. 20MiB)"
+    )
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
     p.add_argument("-V", "--version", action="version", version=f"vllm-triage {__version__}")
     return p
 
 
-def main(argv: Sequence[str] | None = None, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
-         stderr: IO[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
     """Run the CLI in-process (tests call this); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     stdout = stdout or sys.stdout
@@ -205,12 +257,18 @@ def _settle(args) -> None:
     """The settings file under the command line: rules added, causes ignored, the floor, the format."""
     from triage.apps import config
 
-    settings = config.Config() if args.no_config or (args.config is None and not config.from_env()) \
+    settings = (
+        config.Config()
+        if args.no_config or (args.config is None and not config.from_env())
         else config.load(args.config)
+    )
     args.rules = [*settings.rules, *args.rules]
     args.ignore = [*settings.ignore, *config.check_causes(args.ignore, "--ignore")]
-    args.min_confidence = (settings.min_confidence if args.min_confidence is None
-                           else config.confidence(args.min_confidence, "--min-confidence"))
+    args.min_confidence = (
+        settings.min_confidence
+        if args.min_confidence is None
+        else config.confidence(args.min_confidence, "--min-confidence")
+    )
     if settings.formats and not os.environ.get("VLLM_TRIAGE_FORMAT"):
         args.outputs = [[fmt or settings.formats[0], out] for fmt, out in args.outputs] or [[settings.formats[0], None]]
 
@@ -250,8 +308,9 @@ def _triage(argv: list[str], stdin: IO[bytes] | None, stdout: IO[str], stderr: I
     if unreadable and any(fmt == "github" and out is None for fmt, out in targets):
         from triage.render.github import command
 
-        stdout.write("".join(command("error", message, title="vllm-triage: a log could not be read")
-                             for message in unreadable))
+        stdout.write(
+            "".join(command("error", message, title="vllm-triage: a log could not be read") for message in unreadable)
+        )
     reports = [filters.apply(r, args.ignore, args.min_confidence) for r in reports]
     worst = exit_code(reports)
     if reports:
@@ -275,8 +334,9 @@ def _targets(args, stdout: IO[str]) -> list[tuple[str, str | None]]:
     return [("quiet" if args.quiet and out is None else fmt, out) for fmt, out in targets]
 
 
-def _triage_paths(paths: list[str], stdin, triager, stderr: IO[str], show_traceback: bool = False
-                  ) -> tuple[list, list[str]]:
+def _triage_paths(
+    paths: list[str], stdin, triager, stderr: IO[str], show_traceback: bool = False
+) -> tuple[list, list[str]]:
     """A report per readable log, named by the path as given; each unreadable one is a line on stderr
     (and its message is returned, for the annotations of `-f github`)."""
     from triage.errors import InputError
@@ -301,7 +361,7 @@ def _triage_paths(paths: list[str], stdin, triager, stderr: IO[str], show_traceb
             message = str(exc) if name in str(exc) else f"{name}: {exc}"  # say which of several logs
             line = _error_line(message, triager.redact)
             stderr.write(line)
-            unreadable.append(line[len("vllm-triage: "):].rstrip("\n"))
+            unreadable.append(line[len("vllm-triage: ") :].rstrip("\n"))
     return reports, unreadable
 
 
@@ -334,8 +394,11 @@ def schema_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> 
     from triage.apps.conventions import output_path
     from triage.model.report import json_schema
 
-    p = ArgParser(prog="vllm-triage schema", description="Print the JSON Schema of the report (and of batch's "
-                "error records, under $defs) that `--format json` and `batch --jsonl` follow.")
+    p = ArgParser(
+        prog="vllm-triage schema",
+        description="Print the JSON Schema of the report (and of batch's "
+        "error records, under $defs) that `--format json` and `batch --jsonl` follow.",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout ('-': stdout)")
     args = p.parse_args(argv)
     write(json.dumps(json_schema(), indent=2) + "\n", output_path(args.output), stdout)

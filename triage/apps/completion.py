@@ -34,15 +34,15 @@ _vllm_triage() {{
   cur="${{COMP_WORDS[COMP_CWORD]}}"
   prev="${{COMP_WORDS[COMP_CWORD-1]}}"
   case "$prev" in
-    -f|--format) COMPREPLY=($(compgen -W "{' '.join(formats)}" -- "$cur")); return ;;
-    --ignore|explain) COMPREPLY=($(compgen -W "{' '.join(causes)}" -- "$cur")); return ;;
-    completion) COMPREPLY=($(compgen -W "{' '.join(SHELLS)}" -- "$cur")); return ;;
+    -f|--format) COMPREPLY=($(compgen -W "{" ".join(formats)}" -- "$cur")); return ;;
+    --ignore|explain) COMPREPLY=($(compgen -W "{" ".join(causes)}" -- "$cur")); return ;;
+    completion) COMPREPLY=($(compgen -W "{" ".join(SHELLS)}" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "{' '.join(options)}" -- "$cur"))
+    COMPREPLY=($(compgen -W "{" ".join(options)}" -- "$cur"))
   elif [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "{' '.join(commands)}" -- "$cur") $(compgen -f -- "$cur"))
+    COMPREPLY=($(compgen -W "{" ".join(commands)}" -- "$cur") $(compgen -f -- "$cur"))
   else
     COMPREPLY=($(compgen -f -- "$cur"))
   fi
@@ -58,15 +58,15 @@ def zsh() -> str:
 _vllm_triage() {{
   local prev=${{words[CURRENT-1]}}
   case $prev in
-    -f|--format) compadd -- {' '.join(formats)}; return ;;
-    --ignore|explain) compadd -- {' '.join(causes)}; return ;;
-    completion) compadd -- {' '.join(SHELLS)}; return ;;
+    -f|--format) compadd -- {" ".join(formats)}; return ;;
+    --ignore|explain) compadd -- {" ".join(causes)}; return ;;
+    completion) compadd -- {" ".join(SHELLS)}; return ;;
     --color) compadd -- auto always never; return ;;
   esac
   if [[ $PREFIX == -* ]]; then
-    compadd -- {' '.join(options)}
+    compadd -- {" ".join(options)}
   elif (( CURRENT == 2 )); then
-    compadd -- {' '.join(commands)}
+    compadd -- {" ".join(commands)}
     _files
   else
     _files
@@ -91,8 +91,11 @@ def fish() -> str:
 
 
 def completion_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
-    p = ArgParser(prog="vllm-triage completion", description="Print the shell completion script for "
-                  "bash, zsh or fish (subcommands, options, formats and cause ids).")
+    p = ArgParser(
+        prog="vllm-triage completion",
+        description="Print the shell completion script for "
+        "bash, zsh or fish (subcommands, options, formats and cause ids).",
+    )
     p.add_argument("shell", choices=SHELLS)
     args = p.parse_args(argv)
     stdout.write({"bash": bash, "zsh": zsh, "fish": fish}[args.shell]())

@@ -57,7 +57,7 @@ def _table(path: Path) -> dict[str, Any] | None:
     except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     tool = data.get("tool")
-    if path.name == "pyproject.toml" or isinstance(tool, dict) and "vllm-triage" in tool:
+    if path.name == "pyproject.toml" or (isinstance(tool, dict) and "vllm-triage" in tool):
         table = tool.get("vllm-triage") if isinstance(tool, dict) else None
         if table is not None and not isinstance(table, dict):
             raise UsageError(f"{path}: [tool.vllm-triage] must be a table")
@@ -104,7 +104,7 @@ def parse(path: Path, table: dict[str, Any]) -> Config:
             raise UsageError(f"{path}: unknown key {key!r}{hint}")
     config = Config(path=path)
     if "format" in table and not isinstance(table["format"], str):
-        raise UsageError(f"{path}: format must be one format name, e.g. \"markdown\"")
+        raise UsageError(f'{path}: format must be one format name, e.g. "markdown"')
     config.formats = _strings(path, table, "format")
     for fmt in config.formats:
         if fmt not in FORMATS:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-
 from typing import TYPE_CHECKING
 
 from triage.errors import UsageError
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILURE_FOUND, EXIT_ERROR = 0, 1, 2
 
 
-def exit_code(reports: Iterable["Report"]) -> int:
+def exit_code(reports: Iterable[Report]) -> int:
     """EXIT_FAILURE_FOUND when any report states a failure, else EXIT_OK."""
     from triage.model.report import found_failure  # the report model loads only once there are reports
 

@@ -15,18 +15,25 @@ import textwrap
 from pathlib import Path
 from typing import IO
 
-from triage.errors import UsageError
 from triage.apps.exit_codes import ArgParser
+from triage.errors import UsageError
 
 EXIT_OK = 0
 WIDTH = 88
 
 
 def explain_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:
-    p = ArgParser(prog="vllm-triage explain", description="What a cause means, its signs in a log and its fixes, "
-                "from the taxonomy and the rule packs. Without CAUSE: every cause, one a line.")
-    p.add_argument("cause", nargs="?", metavar="CAUSE", help="a cause id (e.g. kv_cache_insufficient) or a rule "
-                   "id (e.g. kv-needed-exceeds-available)")
+    p = ArgParser(
+        prog="vllm-triage explain",
+        description="What a cause means, its signs in a log and its fixes, "
+        "from the taxonomy and the rule packs. Without CAUSE: every cause, one a line.",
+    )
+    p.add_argument(
+        "cause",
+        nargs="?",
+        metavar="CAUSE",
+        help="a cause id (e.g. kv_cache_insufficient) or a rule id (e.g. kv-needed-exceeds-available)",
+    )
     p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE", help="add a rule pack")
     args = p.parse_args(argv)
     from triage.pipeline import load_rules
@@ -67,8 +74,12 @@ def describe(cause: str, meta: dict, rules: list) -> str:
     for rule in rules:
         out += ["", f"  {rule.id}: {_flat(rule.title)}"]
         for remedy in rule.remedies:
-            cmd = " ".join([*(f"{k}={_figures(v.source)}" for k, v in remedy.env.items()),
-                            *(f"{k} {_figures(v.source)}".rstrip() for k, v in remedy.flags.items())])
+            cmd = " ".join(
+                [
+                    *(f"{k}={_figures(v.source)}" for k, v in remedy.env.items()),
+                    *(f"{k} {_figures(v.source)}".rstrip() for k, v in remedy.flags.items()),
+                ]
+            )
             text = _flat(_figures(remedy.text.source))
             if cmd:  # a command on a line of its own, never wrapped: copied, it stays one command
                 out.append(f"    - {cmd}")
@@ -90,6 +101,7 @@ _NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 def _figures(template: str) -> str:
     """A remedy template as a person reads it: each `{expression|filter}` becomes `<name>`
     (a choice between words: `<fp8_e5m2 or fp8>`; any other computation: `<computed>`)."""
+
     def one(m: re.Match) -> str:
         expr = m.group(1).rsplit("|", 1)[0].strip()
         if _NAME.match(expr):
@@ -104,8 +116,14 @@ def _figures(template: str) -> str:
 
 
 def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
-    return textwrap.wrap(_flat(text), WIDTH, initial_indent=first, subsequent_indent=rest or first,
-                         break_on_hyphens=False, break_long_words=False) or [first.rstrip()]
+    return textwrap.wrap(
+        _flat(text),
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest or first,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [first.rstrip()]
 
 
 def _flat(text: object) -> str:

@@ -19,8 +19,10 @@ def apply(report: Report, ignore: list[str], min_confidence: float | None) -> Re
         if diagnosis.id in ignore:
             notes.append(f"{diagnosis.id} not reported: ignored (--ignore or the config file)")
         elif min_confidence is not None and diagnosis.confidence < min_confidence:
-            notes.append(f"{diagnosis.id} not reported: confidence {diagnosis.confidence:.2f} is below "
-                         f"--min-confidence {min_confidence:g}")
+            notes.append(
+                f"{diagnosis.id} not reported: confidence {diagnosis.confidence:.2f} is below "
+                f"--min-confidence {min_confidence:g}"
+            )
         else:
             kept.append(diagnosis)
     if not notes:

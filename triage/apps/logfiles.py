@@ -18,7 +18,7 @@ def find_logs(inputs: list[str], skip: frozenset[tuple[int, int]] = frozenset())
     out: dict[str, None] = {}
     for item in inputs:
         if os.path.isdir(item):
-            found = []
+            found: list[str] = []
             for root, dirs, files in os.walk(item):
                 dirs.sort()
                 found.extend(os.path.join(root, f) for f in sorted(files) if is_log_name(f))
@@ -46,7 +46,7 @@ def _identity(path: str) -> tuple[int, int] | None:
 
 def own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]]:
     """The files behind our stdout/stderr (a shell redirection) and --jsonl, if they exist."""
-    found = set()
+    found: set[tuple[int, int]] = set()
     for stream in (stdout, stderr):
         try:
             st = os.fstat(stream.fileno())
@@ -54,6 +54,7 @@ def own_outputs(stdout, stderr, jsonl: str | None) -> frozenset[tuple[int, int]]
             continue
         if stat.S_ISREG(st.st_mode):
             found.add((st.st_dev, st.st_ino))
-    if jsonl and _identity(jsonl):
-        found.add(_identity(jsonl))
+    written = _identity(jsonl) if jsonl else None
+    if written is not None:
+        found.add(written)
     return frozenset(found)

@@ -7,8 +7,9 @@ import os
 from collections.abc import Iterable
 from typing import IO
 
-NO_REDACT_WARNING = ("vllm-triage: warning: --no-redact shows secrets from the log unmasked; "
-                     "keep this report local, never paste it\n")
+NO_REDACT_WARNING = (
+    "vllm-triage: warning: --no-redact shows secrets from the log unmasked; keep this report local, never paste it\n"
+)
 
 
 def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -> str:
@@ -66,8 +67,15 @@ def terminal_width() -> int:
         return 100
 
 
-def emit(report, fmt: str | None, out: str | None, stream: IO[str], redact: bool = True,
-         color_mode: str = "auto", width: int | None = None) -> None:
+def emit(
+    report,
+    fmt: str | None,
+    out: str | None,
+    stream: IO[str],
+    redact: bool = True,
+    color_mode: str = "auto",
+    width: int | None = None,
+) -> None:
     """Write one report as a watch does: the format and colour chosen for `stream`, then flush."""
     from triage.apps.conventions import color_wanted, default_format
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-from triage.errors import UsageError
 from triage.apps.exit_codes import ArgParser
+from triage.errors import UsageError
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
@@ -15,8 +15,12 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
     p = ArgParser(prog="vllm-triage rules")
     p.add_argument("action", choices=("check", "test", "list"))
     p.add_argument("packs", nargs="*", help="extra rule packs or folders (the built-in ones are always included)")
-    p.add_argument("--root", default=".", help="folder that fires_on/quiet_on paths are relative to (for the "
-                   "built-in rules: a checkout of vllm-triage; an installed copy ships no fixtures)")
+    p.add_argument(
+        "--root",
+        default=".",
+        help="folder that fires_on/quiet_on paths are relative to (for the "
+        "built-in rules: a checkout of vllm-triage; an installed copy ships no fixtures)",
+    )
     args = p.parse_args(argv)
     from triage.pipeline import load_rules
 
@@ -25,10 +29,13 @@ def rules_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | Non
         from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, planned_cost
 
         costs = {r.id: planned_cost(r) for r in rules}
-        worst = max(costs, key=costs.get) if costs else None
-        stdout.write(f"ok: {len(rules)} rules; evaluation cost at most {sum(costs.values()):,} of {ATTEMPT_OPS:,} "
-                     f"operations per startup attempt (with {PLANNED_EVENTS:,} events of each bound kind)"
-                     + (f"; costliest rule {worst!r}: {costs[worst]:,}" if worst else "") + "\n")
+        worst = max(costs, key=lambda rule_id: costs[rule_id]) if costs else None
+        stdout.write(
+            f"ok: {len(rules)} rules; evaluation cost at most {sum(costs.values()):,} of {ATTEMPT_OPS:,} "
+            f"operations per startup attempt (with {PLANNED_EVENTS:,} events of each bound kind)"
+            + (f"; costliest rule {worst!r}: {costs[worst]:,}" if worst else "")
+            + "\n"
+        )
         return EXIT_OK
     if args.action == "list":
         from triage.render.sanitise import clean  # a pack's words are a stranger's text
@@ -44,9 +51,11 @@ def _check_root(rules, root: Path) -> None:
     """Not one fires_on/quiet_on log under --root: the wrong folder, not 118 failing rules."""
     wanted = [rel for rule in rules for rel in (*rule.fires_on, *rule.quiet_on)]
     if wanted and not any((root / rel).exists() for rel in wanted):
-        raise UsageError(f"none of the rules' fires_on/quiet_on logs is under {root.resolve()}: the built-in "
-                         "rules' fixtures are not installed with the package; run `vllm-triage rules test "
-                         "--root PATH` with PATH a checkout of vllm-triage (its fixtures/ folder)")
+        raise UsageError(
+            f"none of the rules' fires_on/quiet_on logs is under {root.resolve()}: the built-in "
+            "rules' fixtures are not installed with the package; run `vllm-triage rules test "
+            "--root PATH` with PATH a checkout of vllm-triage (its fixtures/ folder)"
+        )
 
 
 def _test(rules, root: Path, stdout: IO[str]) -> int:

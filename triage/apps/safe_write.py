@@ -45,8 +45,9 @@ def write_file(path: str, text: str, inputs: Iterable[str] = (), what: str = "")
         raise UsageError(f"cannot write {label}: {_reason(exc)}") from None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
-            raise UsageError(f"cannot write {label}: it is a symbolic link (not followed: remove it or name "
-                             "the file it points to)")
+            raise UsageError(
+                f"cannot write {label}: it is a symbolic link (not followed: remove it or name the file it points to)"
+            )
         if stat.S_ISDIR(st.st_mode):
             raise UsageError(f"cannot write {label}: it is a directory")
         if (st.st_dev, st.st_ino) in {_identity(p) for p in inputs if p != "-"}:
@@ -80,8 +81,11 @@ def write_file(path: str, text: str, inputs: Iterable[str] = (), what: str = "")
 def append_file(path: str, text: str, what: str = "") -> None:
     """`text` appended to `path` (created if missing), never through a link."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fd = os.open(
+            path,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+            0o666,
+        )
         try:
             _write_all(fd, text.encode("utf-8", "surrogateescape"))
         finally:
@@ -114,7 +118,7 @@ def _write_in_place(path: str, text: str, label: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _discard(temp: str) -> None:

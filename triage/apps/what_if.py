@@ -12,22 +12,31 @@ import argparse
 import json
 from typing import IO, Any
 
-from triage.errors import UsageError
 from triage.apps.exit_codes import ArgParser
+from triage.errors import UsageError
 from triage.memory import FAILS, FITS, Check, MemoryInputs, evaluate, overall
 from triage.memory.checks import fmt
 from triage.vllm_flags import apply
 
 EXIT_FITS, EXIT_FAILS, EXIT_CANNOT_TELL = 0, 1, 2
 
-_FLAGS = (("--gpu-memory-utilization", float), ("--max-model-len", int), ("--max-num-seqs", int),
-          ("--max-num-batched-tokens", int), ("--kv-cache-dtype", str), ("--tensor-parallel-size", int),
-          ("--kv-cache-memory", str), ("--swap-space", float))
+_FLAGS = (
+    ("--gpu-memory-utilization", float),
+    ("--max-model-len", int),
+    ("--max-num-seqs", int),
+    ("--max-num-batched-tokens", int),
+    ("--kv-cache-dtype", str),
+    ("--tensor-parallel-size", int),
+    ("--kv-cache-memory", str),
+    ("--swap-space", float),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgParser(prog="vllm-triage what-if",
-                description="Apply flags to a failed log's memory figures and run vLLM's memory checks.")
+    p = ArgParser(
+        prog="vllm-triage what-if",
+        description="Apply flags to a failed log's memory figures and run vLLM's memory checks.",
+    )
     p.add_argument("log", metavar="LOG", help="the failed start's log ('-' for stdin)")
     for flag, kind in _FLAGS:
         p.add_argument(flag, type=kind, default=None)
@@ -39,12 +48,11 @@ def _parser() -> argparse.ArgumentParser:
 def inputs_for(path: str, divisible: list | None = None) -> MemoryInputs:
     """The memory model's inputs for the last startup attempt in the log; the log's
     "must be divisible by tensor parallel size" events are added to `divisible`."""
-    from triage.model import events as ev
-
     from triage.diagnose.match import failure_view
-    from triage.timeline.facts import find_oom, merge
     from triage.diagnose.memory_view import build_view
+    from triage.model import events as ev
     from triage.pipeline import Options, run_path
+    from triage.timeline.facts import find_oom, merge
 
     seen: dict[str, Any] = {}
 
@@ -65,8 +73,11 @@ def inputs_for(path: str, divisible: list | None = None) -> MemoryInputs:
 
 def what_if_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    flags = {flag: str(getattr(args, flag[2:].replace("-", "_"))) for flag, _ in _FLAGS
-             if getattr(args, flag[2:].replace("-", "_")) is not None}
+    flags = {
+        flag: str(getattr(args, flag[2:].replace("-", "_")))
+        for flag, _ in _FLAGS
+        if getattr(args, flag[2:].replace("-", "_")) is not None
+    }
     if args.enforce_eager:
         flags["--enforce-eager"] = ""
     divisible: list = []
@@ -113,20 +124,38 @@ def _figure(q, unit: str) -> dict[str, Any] | None:
 
 def _json(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Check], verdict: str) -> dict:
     return {
-        "log": log, "changes": flags, "engine": inputs.engine, "vllm_version": inputs.vllm_version,
-        "failed_check": inputs.failure, "verdict": verdict,
-        "checks": [{"name": c.name, "what": c.what, "verdict": c.verdict,
-                    "margin": c.margin, "unit": c.unit, "provenance": c.source, "note": c.note,
-                    "missing": list(c.missing), "need": _figure(c.need, c.unit), "have": _figure(c.have, c.unit),
-                    "text": c.describe()} for c in checks],
+        "log": log,
+        "changes": flags,
+        "engine": inputs.engine,
+        "vllm_version": inputs.vllm_version,
+        "failed_check": inputs.failure,
+        "verdict": verdict,
+        "checks": [
+            {
+                "name": c.name,
+                "what": c.what,
+                "verdict": c.verdict,
+                "margin": c.margin,
+                "unit": c.unit,
+                "provenance": c.source,
+                "note": c.note,
+                "missing": list(c.missing),
+                "need": _figure(c.need, c.unit),
+                "have": _figure(c.have, c.unit),
+                "text": c.describe(),
+            }
+            for c in checks
+        ],
     }
 
 
 def _terminal(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Check], verdict: str) -> str:
     changes = " ".join(f"{k} {v}".strip() for k, v in flags.items()) or "(no changes)"
     engine = (inputs.engine or "v1?").upper()
-    out = [f"what-if {log}: {changes}",
-           f"vLLM {inputs.vllm_version or '?'} ({engine}); the failed check: {inputs.failure or 'none found'}"]
+    out = [
+        f"what-if {log}: {changes}",
+        f"vLLM {inputs.vllm_version or '?'} ({engine}); the failed check: {inputs.failure or 'none found'}",
+    ]
     for c in checks:
         figures = ""
         if c.need is not None and c.have is not None:

@@ -25,8 +25,9 @@ TailLines = Callable[[], list[tuple[int, str]]]  # the input's last lines, numbe
 _CHATTER = re.compile(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 
 
-def catalogue_sign(attempt: Attempt, fatal: Signal, texts: MutableMapping[int, tuple[str, str]],
-                   tail: TailLines | None = None):
+def catalogue_sign(
+    attempt: Attempt, fatal: Signal, texts: MutableMapping[int, tuple[str, str]], tail: TailLines | None = None
+):
     """The first catalogue hit among the attempt's error messages, or None. A hit on a line
     the report holds no text for gets it (the hit is evidence)."""
     from triage.parse.catalogue import catalogue
@@ -51,7 +52,7 @@ def _messages(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, st
 
 def _candidates(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, str]]) -> Iterator[tuple[int, str]]:
     chain = fatal.chain
-    for tb in (chain.tracebacks if chain else []):
+    for tb in chain.tracebacks if chain else []:
         if tb.exception is not None:
             yield tb.exception.line, _said(tb.exception)
     if fatal.exception is not None:
@@ -69,7 +70,6 @@ def _candidates(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, 
         for no in range(first, last + 1):
             if no in texts and not _CHATTER.match(texts[no][1]):
                 yield no, texts[no][1]
-
 
 
 def _said(exc: ev.ExceptionRaised) -> str:

@@ -14,10 +14,18 @@ from triage.timeline.facts import Facts
 from triage.timeline.timeline import Timeline
 
 # The causes whose remedies are computed from the memory figures.
-MEMORY_CAUSES = frozenset({
-    "gpu_out_of_memory", "weights_exceed_memory", "kv_cache_insufficient", "cuda_graph_capture_oom", "warmup_oom",
-    "memory_fragmentation", "foreign_gpu_processes", "gpu_memory_utilization_too_high",
-})
+MEMORY_CAUSES = frozenset(
+    {
+        "gpu_out_of_memory",
+        "weights_exceed_memory",
+        "kv_cache_insufficient",
+        "cuda_graph_capture_oom",
+        "warmup_oom",
+        "memory_fragmentation",
+        "foreign_gpu_processes",
+        "gpu_memory_utilization_too_high",
+    }
+)
 # (fact, words) in the order a note names them.
 MEMORY_FIGURES = (
     ("gpu_total_bytes", "the GPU's total memory"),
@@ -44,8 +52,10 @@ def excerpt_note(timeline: Timeline, facts: Facts, phase: str | None, causes: li
     said = "read as an excerpt (no engine configuration or version line: the log starts after vLLM's start)"
     if not lacking:
         return said
-    return f"{said}; it lacks {_join(lacking)}: the diagnosis and remedies use only the figures given " \
-           "(the whole startup log gives the rest)"
+    return (
+        f"{said}; it lacks {_join(lacking)}: the diagnosis and remedies use only the figures given "
+        "(the whole startup log gives the rest)"
+    )
 
 
 def _join(words: list[str]) -> str:

@@ -11,24 +11,23 @@ earlier attempts follow it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-
-from triage.model import events as ev
-from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
-from triage.errors import ExpressionError, RuleBudgetError
-from triage.rule_engine.expr import FactView, Trace
-from triage.timeline.facts import Facts, find_oom, merge
 from triage.diagnose.catalogue_sign import TailLines, catalogue_sign
 from triage.diagnose.memory_view import build_view, check_remedies
-from triage.parse.packages import companions
+from triage.errors import ExpressionError, RuleBudgetError
+from triage.model import events as ev
 from triage.model.report import Diagnosis, Evidence, Remedy
+from triage.parse.packages import companions
+from triage.records import Record, field
+from triage.rule_engine.expr import FactView, Trace
 from triage.rule_engine.load import Rule
+from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
+from triage.timeline.facts import Facts, find_oom, merge
 from triage.timeline.root_exception import exception_fields
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
-from triage.records import Record, field
 
 FATAL_BONUS = 5
 # Operations (expression nodes, items walked) one rule may spend on one startup attempt, and
@@ -53,10 +52,14 @@ class FailureView(Record, kw_only=False):
     repeats: int = 1
     where: str | None = None  # the innermost frame: "file.py:123 in func"
     phase_line: int | None = None  # another line that placed the failure in its phase (a sibling rank's frame)
-    phase_frames: list[str] = field(default_factory=list)  # the frame functions that placed it in its phase: its own, else a sibling rank's
+    phase_frames: list[str] = field(
+        default_factory=list
+    )  # the frame functions that placed it in its phase: its own, else a sibling rank's
     root: str | None = None  # "Type: message" of the chain's first exception (what a wrapper re-raised)
     package: str | None = None  # the installed package whose code raised it (the innermost frame's)
-    companions: list[str] = field(default_factory=list)  # packages vLLM loads but does not ship, among the frames (packages.py)
+    companions: list[str] = field(
+        default_factory=list
+    )  # packages vLLM loads but does not ship, among the frames (packages.py)
     # The root exception classified (timeline/root_exception.py): what fallback rules read when no sign matches.
     exception_class: str | None = None  # "FileNotFoundError", "ValidationError" (a RayTaskError's inner one)
     exception_module: str | None = None  # "huggingface_hub.errors", "pydantic_core._pydantic_core"
@@ -78,14 +81,24 @@ def failure_view(signal: Signal | None) -> FailureView | None:
     deaths = [e for e in signal.events if isinstance(e, ev.ProcessDied)]
     died = next((e for e in deaths if e.exit_code is not None), deaths[0] if deaths else None)
     return FailureView(
-        line=signal.line, origin=signal.origin, phase=signal.phase, type=exc.type if exc else None,
+        line=signal.line,
+        origin=signal.origin,
+        phase=signal.phase,
+        type=exc.type if exc else None,
         message=(exc.message if exc else _describe(signal))[:2000],
-        frames=[f.func for f in chain_frames], files=[f.file for f in chain_frames],
-        kinds=sorted({e.kind for e in signal.events}), after_ready=signal.after_ready,
-        exit_code=died.exit_code if died else None, repeats=signal.repeats, phase_line=signal.phase_line,
+        frames=[f.func for f in chain_frames],
+        files=[f.file for f in chain_frames],
+        kinds=sorted({e.kind for e in signal.events}),
+        after_ready=signal.after_ready,
+        exit_code=died.exit_code if died else None,
+        repeats=signal.repeats,
+        phase_line=signal.phase_line,
         phase_frames=[f.func for f in chain_frames] or signal.sibling_frames,
-        where=_where(chain_frames), root=_root(signal), package=_package(signal),
-        companions=companions([f.file for f in chain_frames]), **exception_fields(signal),
+        where=_where(chain_frames),
+        root=_root(signal),
+        package=_package(signal),
+        companions=companions([f.file for f in chain_frames]),
+        **exception_fields(signal),
     )
 
 
@@ -138,8 +151,13 @@ class AttemptResult(Record, frozen=False, kw_only=False):
     diagnoses: list[Diagnosis]
 
 
-def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tuple[str, str]],
-                     attempt_count: int, tail: TailLines | None = None) -> AttemptResult:
+def diagnose_attempt(
+    attempt: Attempt,
+    rules: list[Rule],
+    texts: MutableMapping[int, tuple[str, str]],
+    attempt_count: int,
+    tail: TailLines | None = None,
+) -> AttemptResult:
     fatal = attempt.fatal
     facts = merge(attempt, fatal)
     if fatal is None:
@@ -148,8 +166,12 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
         "failure": failure_view(fatal),
         "oom": find_oom(attempt, fatal),
         "facts": FactView(facts),
-        "attempt": {"index": attempt.index, "count": attempt_count, "ready": attempt.ready is not None,
-                    "repeats": attempt.repeats},
+        "attempt": {
+            "index": attempt.index,
+            "count": attempt_count,
+            "ready": attempt.ready is not None,
+            "repeats": attempt.repeats,
+        },
         "seen": sorted(attempt.kinds()),
         "event": None,
         "other_causes": [],
@@ -163,11 +185,14 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     fallbacks: list[tuple[float, Diagnosis]] = []
     attempt_budget = Budget(ATTEMPT_OPS)
     base["catalogue"] = None
-    _run_rules([r for r in rules if not r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found, fallbacks)
+    _run_rules(
+        [r for r in rules if not r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found, fallbacks
+    )
     if not found:  # only now is the catalogue asked (fallback rules read it): its load is not paid otherwise
         base["catalogue"] = catalogue_sign(attempt, fatal, texts, tail)
-        _run_rules([r for r in rules if r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found,
-                   fallbacks)
+        _run_rules(
+            [r for r in rules if r.fallback], by_kind, base, texts, fatal_lines, attempt_budget, found, fallbacks
+        )
     for _, d in [*fallbacks, *(h for hits in found.values() for h in hits)]:
         d.attempt = attempt.index
     # Equal rank and confidence: the cause id decides, and among fallbacks the rule id, so the
@@ -178,9 +203,16 @@ def diagnose_attempt(attempt: Attempt, rules: list[Rule], texts: Mapping[int, tu
     return AttemptResult(attempt=attempt, fatal=fatal, facts=facts, diagnoses=[d for _, d in ranked])
 
 
-def _run_rules(rules: list[Rule], by_kind: Mapping[str, list[ev.Event]], base: dict[str, Any],
-               texts: Mapping[int, tuple[str, str]], fatal_lines: set[int], attempt_budget: Budget,
-               found: dict[str, list[tuple[float, Diagnosis]]], fallbacks: list[tuple[float, Diagnosis]]) -> None:
+def _run_rules(
+    rules: list[Rule],
+    by_kind: Mapping[str, list[ev.Event]],
+    base: dict[str, Any],
+    texts: Mapping[int, tuple[str, str]],
+    fatal_lines: set[int],
+    attempt_budget: Budget,
+    found: dict[str, list[tuple[float, Diagnosis]]],
+    fallbacks: list[tuple[float, Diagnosis]],
+) -> None:
     for rule in rules:
         budget = Budget(RULE_OPS, attempt_budget)
         try:
@@ -211,8 +243,9 @@ def _merge(hits: list[tuple[float, Diagnosis]]) -> tuple[float, Diagnosis]:
                 lead.remedies.append(r)
                 seen.add(key)
         lines = {e.line for e in lead.evidence}
-        lead.evidence = sorted(lead.evidence + [e for e in other.evidence if e.line not in lines],
-                               key=lambda e: e.line)[:MAX_EVIDENCE]
+        lead.evidence = sorted(
+            lead.evidence + [e for e in other.evidence if e.line not in lines], key=lambda e: e.line
+        )[:MAX_EVIDENCE]
         lead.confidence = max(lead.confidence, other.confidence)
         for k, v in other.figures.items():
             lead.figures.setdefault(k, v)
@@ -229,15 +262,24 @@ def _fatal_lines(fatal: Signal) -> set[int]:
 def _over_budget(rule: Rule, alone: bool) -> str:
     """One line that names the rule (and its pack and line) that ran out of operations."""
     if alone:
-        return (f"rule {rule.id!r} ({rule.source}) exceeded its evaluation budget of {RULE_OPS:,} operations "
-                "on one startup attempt: simplify its expressions, or bind it to a rarer event")
-    return (f"the rules together exceeded the evaluation budget of {ATTEMPT_OPS:,} operations on one startup "
-            f"attempt, at rule {rule.id!r} ({rule.source}): a rule pack is too costly for this log")
+        return (
+            f"rule {rule.id!r} ({rule.source}) exceeded its evaluation budget of {RULE_OPS:,} operations "
+            "on one startup attempt: simplify its expressions, or bind it to a rarer event"
+        )
+    return (
+        f"the rules together exceeded the evaluation budget of {ATTEMPT_OPS:,} operations on one startup "
+        f"attempt, at rule {rule.id!r} ({rule.source}): a rule pack is too costly for this log"
+    )
 
 
-def _apply(rule: Rule, by_kind: Mapping[str, list[ev.Event]], base: dict[str, Any],
-           texts: Mapping[int, tuple[str, str]], fatal_lines: set[int],
-           budget: Budget | None = None) -> tuple[float, Diagnosis] | None:
+def _apply(
+    rule: Rule,
+    by_kind: Mapping[str, list[ev.Event]],
+    base: dict[str, Any],
+    texts: Mapping[int, tuple[str, str]],
+    fatal_lines: set[int],
+    budget: Budget | None = None,
+) -> tuple[float, Diagnosis] | None:
     failure: FailureView = base["failure"]
     if rule.phases is not None and failure.phase not in rule.phases:
         return None
@@ -280,13 +322,20 @@ def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Dia
         if value is not None:
             figures[name] = value
     sentences = [s for alternatives in rule.explanation if (s := _first_sentence(alternatives, ctx, trace))]
-    remedies = check_remedies([r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None],
-                              ctx.get("memory"))
+    remedies = check_remedies(
+        [r for spec in rule.remedies if (r := _remedy(spec, ctx, trace)) is not None], ctx.get("memory")
+    )
     rank = _number(rule.rank.evaluate(ctx, trace), 0.0)
     confidence = max(0.0, min(1.0, _number(rule.confidence.evaluate(ctx, trace), 0.5)))
-    diagnosis = Diagnosis(id=rule.cause, title=rule.title, confidence=round(confidence, 2),
-                          explanation=" ".join(sentences), remedies=remedies, rule=rule.id,
-                          figures={k: v for k, v in figures.items() if isinstance(v, (int, float, str, bool))})
+    diagnosis = Diagnosis(
+        id=rule.cause,
+        title=rule.title,
+        confidence=round(confidence, 2),
+        explanation=" ".join(sentences),
+        remedies=remedies,
+        rule=rule.id,
+        figures={k: v for k, v in figures.items() if isinstance(v, (int, float, str, bool))},
+    )
     return rank, diagnosis
 
 
@@ -315,7 +364,7 @@ def _remedy(spec, ctx: dict[str, Any], trace: Trace) -> Remedy | None:
 def _evidence(trace: Trace, texts: Mapping[int, tuple[str, str]]) -> list[Evidence]:
     lines = sorted(n for n in trace.lines if n in texts)
     if len(lines) > MAX_EVIDENCE:
-        lines = lines[: MAX_EVIDENCE // 2] + lines[-MAX_EVIDENCE // 2:]
+        lines = lines[: MAX_EVIDENCE // 2] + lines[-MAX_EVIDENCE // 2 :]
     return [Evidence(line=n, text=texts[n][1], origin=texts[n][0]) for n in lines]
 
 

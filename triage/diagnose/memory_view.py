@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from triage.rule_engine.expr import FactView, Trace
 from triage.model.report import Remedy, RemedyCheck
+from triage.rule_engine.expr import FactView, Trace
 
 if TYPE_CHECKING:
     from triage.memory import MemoryInputs
@@ -27,6 +27,7 @@ def _pair(fn: Callable[[MemoryInputs], Any], i: int) -> Callable[[MemoryInputs],
     def pick(inp: MemoryInputs) -> Any:
         got = fn(inp)
         return got[i] if got else None
+
     return pick
 
 
@@ -34,6 +35,7 @@ def _gib(fn: Callable[[MemoryInputs], Any]) -> Callable[[MemoryInputs], Any]:
     def value(inp: MemoryInputs) -> Any:
         q = fn(inp)
         return q.value if q is not None else None
+
     return value
 
 
@@ -120,12 +122,20 @@ def build_view(facts: Mapping[str, Any], failure: Any, oom: Any, seen: list[str]
 def _inputs(facts: Mapping[str, Any], failure: Any, oom: Any, seen: list[str]) -> MemoryInputs:
     from triage.memory import from_facts
 
-    startup_error = failure is not None and "startup_free_memory" in (failure.kinds or []) or (
-        "startup_free_memory" in seen and "startup_free_bytes" in facts and failure is not None
-        and failure.phase in (None, "starting"))
-    kind = from_facts.classify(getattr(failure, "phase", None), getattr(failure, "phase_frames", []),
-                               getattr(failure, "kinds", []), seen, startup_error=startup_error,
-                               oom=oom is not None)
+    startup_error = (failure is not None and "startup_free_memory" in (failure.kinds or [])) or (
+        "startup_free_memory" in seen
+        and "startup_free_bytes" in facts
+        and failure is not None
+        and failure.phase in (None, "starting")
+    )
+    kind = from_facts.classify(
+        getattr(failure, "phase", None),
+        getattr(failure, "phase_frames", []),
+        getattr(failure, "kinds", []),
+        seen,
+        startup_error=startup_error,
+        oom=oom is not None,
+    )
     return from_facts.build(facts, kind, oom)
 
 
@@ -155,10 +165,20 @@ def check_remedies(remedies: list[Remedy], view: MemoryView | None) -> list[Reme
             continue  # at the edge: the rounding of the printed figures decides, so it is no remedy
         target = v.target or v.checks[0]
         margin = target.margin
-        kept.append(r.model_copy(update={"check": RemedyCheck(
-            against=target.name, verdict="fits" if target.verdict == FITS else "cannot tell",
-            margin=round(margin, 2) if margin is not None else None, unit=target.unit,
-            provenance=target.source, text=_said(target))}))
+        kept.append(
+            r.model_copy(
+                update={
+                    "check": RemedyCheck(
+                        against=target.name,
+                        verdict="fits" if target.verdict == FITS else "cannot tell",
+                        margin=round(margin, 2) if margin is not None else None,
+                        unit=target.unit,
+                        provenance=target.source,
+                        text=_said(target),
+                    )
+                }
+            )
+        )
     return kept
 
 

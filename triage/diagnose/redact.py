@@ -35,7 +35,7 @@ class Needs:
     text holding one (each pattern costs ~5 us on a 600-character argument dump, and runs on
     every line that holds a trigger word: an engine's metrics line says `tokens/s`)."""
 
-    __slots__ = ("words", "lower", "spaced")
+    __slots__ = ("lower", "spaced", "words")
 
     def __init__(self, words: tuple[str, ...], lower: bool = False, spaced: bool = False) -> None:
         self.words, self.lower, self.spaced = words, lower, spaced
@@ -89,53 +89,92 @@ _QUERY_VALUE = r"[^\s&;'\"<>]{1,4096}"
 # cost ~2 ms of every start.
 _PATTERNS: list[tuple[LazyPattern, str, Needs]] = [
     # private key blocks, whole (to the end of the text when the END line is missing)
-    (LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
-                r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), MASK,
-     Needs(('PRIVATE KEY',))),
+    (
+        LazyPattern(
+            r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.S,
+        ),
+        MASK,
+        Needs(("PRIVATE KEY",)),
+    ),
     # Hugging Face user/org tokens
-    (LazyPattern(_WORD_START + r"hf_[A-Za-z0-9]{20,}"), MASK,
-     Needs(('hf_',))),
+    (LazyPattern(_WORD_START + r"hf_[A-Za-z0-9]{20,}"), MASK, Needs(("hf_",))),
     # OpenAI / Anthropic / DeepSeek style keys: sk-..., sk-proj-..., sk-ant-api03-...
-    (LazyPattern(_WORD_START + r"sk-[A-Za-z0-9_\-]{16,}"), MASK,
-     Needs(('sk-',))),
+    (LazyPattern(_WORD_START + r"sk-[A-Za-z0-9_\-]{16,}"), MASK, Needs(("sk-",))),
     # Stripe-style live/test keys, Groq, Google, GitLab, NVIDIA, Replicate, PyPI, npm
-    (LazyPattern(_WORD_START + r"(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
-                r"|glpat-[A-Za-z0-9_\-]{20,}|nvapi-[A-Za-z0-9_\-]{20,}|r8_[A-Za-z0-9]{20,}"
-                r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"), MASK,
-     Needs(('k_live_', 'k_test_', 'gsk_', 'AIza', 'glpat-', 'nvapi-', 'r8_', 'pypi-', 'npm_'))),
+    (
+        LazyPattern(
+            _WORD_START + r"(?:[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gsk_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}"
+            r"|glpat-[A-Za-z0-9_\-]{20,}|nvapi-[A-Za-z0-9_\-]{20,}|r8_[A-Za-z0-9]{20,}"
+            r"|pypi-[A-Za-z0-9_\-]{40,}|npm_[A-Za-z0-9]{30,})"
+        ),
+        MASK,
+        Needs(("k_live_", "k_test_", "gsk_", "AIza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_")),
+    ),
     # GitHub and Slack tokens, Slack webhooks
-    (LazyPattern(_WORD_START + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
-                r"|xapp-[A-Za-z0-9\-]{10,})"), MASK,
-     Needs(('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_', 'xox', 'xapp-'))),
-    (LazyPattern(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"), "hooks.slack.com/" + MASK,
-     Needs(('hooks.slack.com/',))),
+    (
+        LazyPattern(
+            _WORD_START + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprse]-[A-Za-z0-9\-]{10,}"
+            r"|xapp-[A-Za-z0-9\-]{10,})"
+        ),
+        MASK,
+        Needs(("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-")),
+    ),
+    (
+        LazyPattern(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]+"),
+        "hooks.slack.com/" + MASK,
+        Needs(("hooks.slack.com/",)),
+    ),
     # AWS access key ids
-    (LazyPattern(_WORD_START + r"(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"), MASK,
-     Needs(('AKIA', 'ASIA', 'AGPA', 'AIDA', 'AROA'))),
+    (
+        LazyPattern(_WORD_START + r"(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"),
+        MASK,
+        Needs(("AKIA", "ASIA", "AGPA", "AIDA", "AROA")),
+    ),
     # JSON Web Tokens (three base64url parts, the first two JSON objects)
-    (LazyPattern(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK,
-     Needs(('eyJ',))),
+    (LazyPattern(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), MASK, Needs(("eyJ",))),
     # Authorization headers and bearer tokens
-    (LazyPattern(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"), r"\1 " + MASK,
-     Needs(('bearer', 'basic', 'token'), lower=True, spaced=True)),
+    (
+        LazyPattern(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/\-]{12,}=*"),
+        r"\1 " + MASK,
+        Needs(("bearer", "basic", "token"), lower=True, spaced=True),
+    ),
     # signed URLs: S3 and GCS signatures, credentials and session tokens; Azure SAS `sig=`
-    (LazyPattern(r"(?i)([?&;](?:x-(?:amz|goog)-(?:signature|credential|security-token)|signature|sig)=)"
-                 + _QUERY_VALUE), r"\1" + MASK,
-     Needs(("sig=", "signature=", "credential=", "security-token="), lower=True)),
+    (
+        LazyPattern(
+            r"(?i)([?&;](?:x-(?:amz|goog)-(?:signature|credential|security-token)|signature|sig)=)" + _QUERY_VALUE
+        ),
+        r"\1" + MASK,
+        Needs(("sig=", "signature=", "credential=", "security-token="), lower=True),
+    ),
     # Azure storage and Service Bus connection strings: AccountKey=...;SharedAccessKey=...
-    (LazyPattern(r"(?i)((?<![\w\-])(?:account|sharedaccess)key\s*=\s*)[^\s;'\"]{1,4096}"), r"\1" + MASK,
-     Needs(("accountkey", "sharedaccesskey"), lower=True)),
+    (
+        LazyPattern(r"(?i)((?<![\w\-])(?:account|sharedaccess)key\s*=\s*)[^\s;'\"]{1,4096}"),
+        r"\1" + MASK,
+        Needs(("accountkey", "sharedaccesskey"), lower=True),
+    ),
     # a Docker registry's `auth` (base64 of user:password) in config.json, JSON or a Python dict
-    (LazyPattern(r"""(?i)(["']auth["']\s*:\s*(["']))[^"'\n]{1,4096}(?=\2)"""), r"\1" + MASK,
-     Needs(('"auth"', "'auth'"), lower=True)),
+    (
+        LazyPattern(r"""(?i)(["']auth["']\s*:\s*(["']))[^"'\n]{1,4096}(?=\2)"""),
+        r"\1" + MASK,
+        Needs(('"auth"', "'auth'"), lower=True),
+    ),
     # a secret's name and value URL-encoded (a redirect URL in a query string): token%3Dabc
-    (LazyPattern(r"(?i)((?<![\w\-])[\w\-]{0,64}(?:key|token|secret|password|passwd|sig|signature)"
-                 r"(?:%2[27])?%3[ad](?:%2[27])?)(?:(?!%2[267])[^\s&;'\"<>]){1,4096}"), r"\1" + MASK,
-     Needs(("%3d", "%3a"), lower=True)),
+    (
+        LazyPattern(
+            r"(?i)((?<![\w\-])[\w\-]{0,64}(?:key|token|secret|password|passwd|sig|signature)"
+            r"(?:%2[27])?%3[ad](?:%2[27])?)(?:(?!%2[267])[^\s&;'\"<>]){1,4096}"
+        ),
+        r"\1" + MASK,
+        Needs(("%3d", "%3a"), lower=True),
+    ),
     # credentials inside URLs: scheme://user:password@host (a password may hold '@'; the last one ends it)
-    (LazyPattern(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
-     r"\1" + MASK + "@",
-     Needs(('://',))),
+    (
+        LazyPattern(r"(?i)([a-z][a-z0-9+.\-]{0,31}://)[^/\s:@'\"]{0,256}:[^/\s'\"]{1,256}@"),
+        r"\1" + MASK + "@",
+        Needs(("://",)),
+    ),
 ]
 # A secret-bearing flag and its value, as a shell line or an argv list prints it:
 #   --api-key tok   --api-key "tok"   --api-key 'tok'   '--api-key', 'tok'   "--hf-token", "tok"
@@ -144,8 +183,9 @@ _FLAG_NAME = r"--[\w\-]{0,40}" + _SECRET_NAME
 _QUOTED_VALUE = r"'[^'\n]{0,4096}'|\"[^\"\n]{0,4096}\""
 _FLAG = LazyPattern(
     r"(?i)(?:(?P<fq>['\"])" + _FLAG_NAME + r"(?P=fq)\s*,\s*(?P<item>" + _QUOTED_VALUE + ")"  # an argv list's items
-    r"|" + _FLAG_NAME + r"\s+(?:(?P<q>" + _QUOTED_VALUE + ")"                                 # a quoted value
-    r"|(?![-\[{<])(?-i:(?![A-Z][A-Z_]*(?:[\]\s]|$)))(?P<bare>[^\s'\",\]]+)))")                # a bare one, no metavar
+    r"|" + _FLAG_NAME + r"\s+(?:(?P<q>" + _QUOTED_VALUE + ")"  # a quoted value
+    r"|(?![-\[{<])(?-i:(?![A-Z][A-Z_]*(?:[\]\s]|$)))(?P<bare>[^\s'\",\]]+)))"
+)  # a bare one, no metavar
 # key=value and 'key': value in argument dumps (Namespace(...), non-default args: {...}),
 # environment listings, URLs' query strings and JSON
 _KEY_VALUE = LazyPattern(
@@ -154,19 +194,59 @@ _KEY_VALUE = LazyPattern(
     ([\w\-]*(?:api[_\-]?key|hf[_\-]?token|access[_\-]?token|auth[_\-]?token|secret[_\-]?access[_\-]?key|
                secret|password|passwd|private[_\-]?key|token)['"]?\s*[:=]\s*)
     (?!None\b|none\b|null\b|False\b|True\b)
-    (\[REDACTED\]|<[^<>\n]{1,100}>|'[^']*'|"[^"]*"|\[(?:\[REDACTED\]|[^\[\]]){0,4096}\]|[^\s,)}\]]+)""")
+    (\[REDACTED\]|<[^<>\n]{1,100}>|'[^']*'|"[^"]*"|\[(?:\[REDACTED\]|[^\[\]]){0,4096}\]|[^\s,)}\]]+)"""
+)
 # Authorization: <scheme> <credentials>, in headers, dicts and JSON (a short credential too)
 _AUTHORIZATION = LazyPattern(
     r"""(?ix)(\bauthorization['"]?\s*[:=]\s*['"]?)
     (?:(bearer|basic|token|digest|negotiate|apikey)\s+)?
-    (\[REDACTED\]|[^\s'",}\]]{1,4096})""")
+    (\[REDACTED\]|[^\s'",}\]]{1,4096})"""
+)
 _QUOTED = LazyPattern(r"'[^']*'|\"[^\"]*\"")
 # Cheap first look (plain substring tests on the lower-cased text, far quicker than one regex
 # with these alternatives): a line that holds none of these holds no secret any pattern knows.
-_TRIGGERS = ("hf_", "sk-", "k_live_", "k_test_", "gsk_", "aiza", "glpat-", "nvapi-", "r8_", "pypi-", "npm_",
-             "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "xapp-", "hooks.slack", "akia", "asia",
-             "agpa", "aida", "aroa", "eyj", "bearer", "basic", "token", "://", "key", "secret", "passw", "auth",
-             "private", "sig=", "signature=", "credential=", "%3d", "%3a")
+_TRIGGERS = (
+    "hf_",
+    "sk-",
+    "k_live_",
+    "k_test_",
+    "gsk_",
+    "aiza",
+    "glpat-",
+    "nvapi-",
+    "r8_",
+    "pypi-",
+    "npm_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "xapp-",
+    "hooks.slack",
+    "akia",
+    "asia",
+    "agpa",
+    "aida",
+    "aroa",
+    "eyj",
+    "bearer",
+    "basic",
+    "token",
+    "://",
+    "key",
+    "secret",
+    "passw",
+    "auth",
+    "private",
+    "sig=",
+    "signature=",
+    "credential=",
+    "%3d",
+    "%3a",
+)
 
 
 def _maybe_secret(text: str) -> bool:
@@ -318,7 +398,7 @@ class LineRedactor:
             end = self._END.search(line)
             if end is not None:
                 self._key_lines_left = 0
-                line = MASK + line[end.end():]
+                line = MASK + line[end.end() :]
             elif self._ROW.fullmatch(line.strip()):
                 self._key_lines_left -= 1
                 return MASK

@@ -20,8 +20,13 @@ def evidence_text(line: Line) -> str:
     return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
 
 
-def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[str, str]],
-                 stats: InputStats, tail: TailLines | None = None) -> Report:
+def build_report(
+    timeline: Timeline,
+    rules: list[Rule],
+    texts: dict[int, tuple[str, str]],
+    stats: InputStats,
+    tail: TailLines | None = None,
+) -> Report:
     """`tail`: the input's last lines, read only when the error catalogue is asked (match.py)."""
     attempts = timeline.attempts
     results = [diagnose_attempt(a, rules, texts, len(attempts), tail) for a in attempts]
@@ -33,7 +38,7 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     lead = lead or last
     diagnoses = list(lead.diagnoses) if lead.fatal is not None else []
     if lead.fatal is not None:
-        for earlier in reversed(results[:results.index(lead)]):
+        for earlier in reversed(results[: results.index(lead)]):
             for d in earlier.diagnoses:
                 if all(d.id != x.id for x in diagnoses):
                     diagnoses.append(d.model_copy(update={"confidence": round(d.confidence * 0.8, 2)}))
@@ -42,12 +47,16 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     summaries[-1].repeats = repeats
     notes = _notes(results, stats, timeline.dropped_attempts)
     if outcome == "recovered":
-        notes.insert(0, f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "  # type: ignore[union-attr]
-                        f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "  # type: ignore[union-attr]
-                        "below are the failed attempt's")
+        notes.insert(
+            0,
+            f"startup attempt {lead.attempt.index} failed (line {lead.fatal.line}); the relaunch from line "  # type: ignore[union-attr]
+            f"{last.attempt.first_line} reached ready (line {last.attempt.ready.line}): the causes "  # type: ignore[union-attr]
+            "below are the failed attempt's",
+        )
     if repeats > 1:
-        notes.insert(0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): "
-                        "a restart loop")
+        notes.insert(
+            0, f"the last {repeats} startup attempts failed the same way ({summaries[-1].causes[0]}): a restart loop"
+        )
     excerpt = excerpt_note(timeline, lead.facts, lead.fatal.phase if lead.fatal else None, [d.id for d in diagnoses])
     if excerpt:
         notes.append(excerpt)
@@ -55,8 +64,13 @@ def build_report(timeline: Timeline, rules: list[Rule], texts: dict[int, tuple[s
     if restarts:
         notes.insert(0, f"a supervisor (systemd) has restarted the server {restarts} times: the failure below repeats")
     return Report(
-        input=InputInfo(name=stats.name, lines=stats.lines, bytes=stats.bytes,
-                        truncated_lines=stats.truncated_lines, compressed=stats.compressed),
+        input=InputInfo(
+            name=stats.name,
+            lines=stats.lines,
+            bytes=stats.bytes,
+            truncated_lines=stats.truncated_lines,
+            compressed=stats.compressed,
+        ),
         outcome=outcome,
         vllm=_vllm_info(last, timeline),
         failure=_failure(lead, texts),
@@ -103,8 +117,14 @@ def _failure(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> Failur
     message = f"{exc.type}: {exc.message}".strip(": ") if exc else texts.get(fatal.line, ("", ""))[1]
     if fatal.cut:
         message = f"(the log ends inside this traceback) {message}"
-    return Failure(phase=fatal.phase, line=fatal.line, origin=fatal.origin, message=message[:1000],
-                   exception=exc.type if exc else None, downstream=_downstream(result, texts))
+    return Failure(
+        phase=fatal.phase,
+        line=fatal.line,
+        origin=fatal.origin,
+        message=message[:1000],
+        exception=exc.type if exc else None,
+        downstream=_downstream(result, texts),
+    )
 
 
 def _downstream(result: AttemptResult, texts: dict[int, tuple[str, str]]) -> list[Echo]:
@@ -140,7 +160,9 @@ def _vllm_info(result: AttemptResult, timeline: Timeline) -> VllmInfo:
 
 def _engine_from_origins(timeline: Timeline) -> str | None:
     origins = {e.origin.split(" ")[0] for a in timeline.attempts for e in a.events if e.origin}
-    if any(o.startswith(("EngineCore", "VllmWorker", "Worker_", "Worker")) and o != "VllmWorkerProcess" for o in origins):
+    if any(
+        o.startswith(("EngineCore", "VllmWorker", "Worker_", "Worker")) and o != "VllmWorkerProcess" for o in origins
+    ):
         return "v1"
     if "VllmWorkerProcess" in origins:
         return "v0"
@@ -149,8 +171,14 @@ def _engine_from_origins(timeline: Timeline) -> str | None:
 
 def _summary(result: AttemptResult) -> AttemptSummary:
     a = result.attempt
-    return AttemptSummary(index=a.index, first_line=a.first_line, last_line=a.last_line,
-                          outcome=_outcome(result), causes=[d.id for d in result.diagnoses], repeats=a.repeats)
+    return AttemptSummary(
+        index=a.index,
+        first_line=a.first_line,
+        last_line=a.last_line,
+        outcome=_outcome(result),
+        causes=[d.id for d in result.diagnoses],
+        repeats=a.repeats,
+    )
 
 
 def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: int = 0) -> list[str]:
@@ -162,12 +190,16 @@ def _notes(results: list[AttemptResult], stats: InputStats, dropped_attempts: in
     if dropped_attempts:
         notes.append(f"{dropped_attempts} startup attempts in the middle of the log were left out (a restart loop)")
     if stats.indent:
-        notes.append(f"every line of the log was indented ({len(stats.indent)} "
-                     f"{'tab' if stats.indent.startswith(chr(9)) else 'space'}(s), a pasted code block): "
-                     "the indent was cut")
+        notes.append(
+            f"every line of the log was indented ({len(stats.indent)} "
+            f"{'tab' if stats.indent.startswith(chr(9)) else 'space'}(s), a pasted code block): "
+            "the indent was cut"
+        )
     if stats.wrap_width:
-        notes.append(f"the log was hard-wrapped at {stats.wrap_width} columns (a terminal copy?): "
-                     "wrapped lines were joined back, and cited by their first line")
+        notes.append(
+            f"the log was hard-wrapped at {stats.wrap_width} columns (a terminal copy?): "
+            "wrapped lines were joined back, and cited by their first line"
+        )
     if stats.truncated_lines:
         notes.append(f"{stats.truncated_lines} over-long line(s) were cut at 64 KiB")
     if stats.lines == 0:

@@ -1,8 +1,8 @@
 """The input's last bytes, kept as read: the lines a failure's message may lie on that the
 fast scanner skipped (it hands on only lines holding a grammar word).
 
-Keeping them costs a slice per chunk (lines are numbered back from the reader's count); they are decoded, numbered and redacted only when a
-failure needs them (the error catalogue, `diagnose/catalogue_sign.py`).
+Keeping them costs a slice per chunk (lines are numbered back from the reader's count); they are
+decoded, numbered and redacted only when a failure needs them (the error catalogue, `diagnose/catalogue_sign.py`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class LastBytes:
         for chunk in chunks:
             kept = chunk if len(chunk) >= self.size else self._kept + chunk
             if len(kept) > self.size:
-                kept = kept[-self.size:]
+                kept = kept[-self.size :]
                 self._cut = True
             elif kept is chunk and self._kept:
                 self._cut = True

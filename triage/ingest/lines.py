@@ -8,6 +8,7 @@ Kubernetes and CI timestamps, vLLM's process prefixes, Ray's actor prefixes, PyT
 from __future__ import annotations
 
 import re
+
 from triage.escapes import strip_escapes
 from triage.patterns import LazyPattern
 from triage.records import Record
@@ -15,7 +16,6 @@ from triage.records import Record
 LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Patterns behind a cheap test (a first character, a substring) that most logs never pass
 # are compiled on first use (LazyPattern); the ones most lines reach are compiled here.
-
 
 
 class Line(Record, kw_only=False):
@@ -69,8 +69,10 @@ _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
 _QUOTE = LazyPattern(r"(?:>\s?)+")
 # `grep -n` (N:) and its context lines (N-), `nl`/`cat -n` (N and blanks): peeled only before
 # what starts a record, so a number that belongs to the message stays.
-_NUMBERED = re.compile(rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
-                       r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)")
+_NUMBERED = re.compile(
+    rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
+    r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)"
+)
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
 # An editor's or grep tool's search results (Notepad++ "Find in Files", VS Code): `\tLine 57: `.
@@ -112,7 +114,7 @@ def peel(raw: str, no: int) -> Line:
             m = _VLLM_HEADER.match(text)
             if m:  # vLLM's own header: what follows is the message, peel no further
                 level, time, source, headed = m["level"], m["time"], m["source"], True
-                text = text[m.end():]
+                text = text[m.end() :]
                 break
             text, level, source, headed = _peel_outer(text, level, source, headed)
         if text is before:
@@ -133,35 +135,35 @@ def _strip_shapes(text: str) -> str:
     if text[:1] in (" ", "\t", "L"):
         m = _SEARCH_HIT.match(text)
         if m:
-            text = text[m.end():]
+            text = text[m.end() :]
         elif _PS_RECORD.match(text):
             return ""
     elif text[:1] == "A" and _PS_RECORD.match(text):
         return ""
     m = _PS_NATIVE.match(text)
-    return text[m.end():] if m else text
+    return text[m.end() :] if m else text
 
 
 def _peel_process(text: str, origin: str, pid: int | None) -> tuple[str, str, int | None]:
     if text.startswith("(pid="):
         m = _BARE_PID.match(text)
         if m:
-            return text[m.end():], origin or f"pid={m['pid']}", int(m["pid"])
+            return text[m.end() :], origin or f"pid={m['pid']}", int(m["pid"])
     if text.startswith("(") or (" pid=" in text[:60] and text[:1].isalpha()):
         m = _PROCESS.match(text)
         if m and (m["pid"] or m["name"] in _PROCESS_NAMES_WITHOUT_PID):
             name = m["name"] if m["rank"] is None else f"{m['name']} rank={m['rank']}"
             new_pid = int(m["pid"]) if m["pid"] else None
             label = name if "rank=" in name or not new_pid else f"{name} pid={new_pid}"
-            return text[m.end():], label, new_pid
+            return text[m.end() :], label, new_pid
     elif text.startswith("[rank"):
         m = _RANK.match(text)
         if m:
-            return text[m.end():], origin or f"rank{m['rank']}", pid
+            return text[m.end() :], origin or f"rank{m['rank']}", pid
     elif text.startswith("[Stage-"):
         m = _STAGE.match(text)
         if m:
-            return text[m.end():], origin, pid
+            return text[m.end() :], origin, pid
     return text, origin, pid
 
 
@@ -172,28 +174,31 @@ def _peel_outer(text: str, level, source, headed) -> tuple[str, str | None, str 
     first = text[0]
     if first == ">":
         m = _QUOTE.match(text)
-        return text[m.end():], level, source, headed  # type: ignore[union-attr]
+        return text[m.end() :], level, source, headed  # type: ignore[union-attr]
     if first.isdigit():
         for pattern in (_NUMBERED, *_TIMESTAMP_PEELERS, *_LOGGER_PEELERS):
             m = pattern.match(text)
             if m:
                 groups = m.groupdict()
-                return text[m.end():], groups.get("level") or level, groups.get("source") or source, bool(
-                    groups.get("level")
-                ) or headed
+                return (
+                    text[m.end() :],
+                    groups.get("level") or level,
+                    groups.get("source") or source,
+                    bool(groups.get("level")) or headed,
+                )
     if first == "[" or first.isalpha():
         for pattern in (*_TIMESTAMP_PEELERS, *_LOGGER_PEELERS):
             m = pattern.match(text)
             if m:
                 groups = m.groupdict()
                 lv = groups.get("level") or (_GLOG_LEVELS.get(groups["glog"]) if groups.get("glog") else None)
-                return text[m.end():], lv or level, groups.get("source") or source, bool(lv) or headed
+                return text[m.end() :], lv or level, groups.get("source") or source, bool(lv) or headed
         m = _UVICORN.match(text)
         if m:
-            return text[m.end():], m["level"], source, True
+            return text[m.end() :], m["level"], source, True
         m = _COMPOSE.match(text)
         if m and not _VLLM_HEADER.match(text):
-            return text[m.end():], level, source, headed
+            return text[m.end() :], level, source, headed
     return text, level, source, headed
 
 
@@ -220,9 +225,11 @@ def _norm_level(level: str | None) -> str | None:
 # What only the start of a record looks like (the peeled prefixes aside): a traceback's
 # head or frame, the exception that ends it, a table rule or row, a date. A continuation
 # can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
-_RECORD_START = re.compile(rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
-                           r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
-                           r"|(?:Killed|Terminated|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$")  # a shell's job report
+_RECORD_START = re.compile(
+    rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
+    r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
+    r"|(?:Killed|Terminated|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$"
+)  # a shell's job report
 
 
 def starts_record(line: str) -> bool:

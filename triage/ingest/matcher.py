@@ -57,8 +57,11 @@ class _Hyperscan:
         """(start offset, word index) of every match, overlapping ones included, by end offset."""
         out: list[tuple[int, int]] = []
         add, sizes = out.append, self._sizes
-        self._db.scan(data, match_event_handler=lambda i, _start, end, _flags, _ctx: add((end - sizes[i], i)),
-                      scratch=self._scratch())
+        self._db.scan(
+            data,
+            match_event_handler=lambda i, _start, end, _flags, _ctx: add((end - sizes[i], i)),
+            scratch=self._scratch(),
+        )
         return out
 
     def hits_upto(self, data: bytes, cap: int) -> list[tuple[int, int]] | None:
@@ -66,8 +69,11 @@ class _Hyperscan:
         out: list[tuple[int, int]] = []
         add, sizes = out.append, self._sizes
         try:
-            self._db.scan(data, scratch=self._scratch(),
-                          match_event_handler=lambda i, _s, end, _f, _c: add((end - sizes[i], i)) or len(out) > cap)
+            self._db.scan(
+                data,
+                scratch=self._scratch(),
+                match_event_handler=lambda i, _s, end, _f, _c: add((end - sizes[i], i)) or len(out) > cap,
+            )
         except self._terminated:
             return None
         return out
@@ -78,7 +84,7 @@ class _Hyperscan:
             scratch = self._local.scratch = self._make_scratch(self._db)
         return scratch
 
-    def line_heads(self, patterns: list[bytes]) -> "_HyperscanHeads":
+    def line_heads(self, patterns: list[bytes]) -> _HyperscanHeads:
         """A search for line heads (regexes matched from a line's start), compiled on first use."""
         return _HyperscanHeads(patterns)
 
@@ -94,8 +100,12 @@ class _HyperscanHeads:
 
         flags = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SOM_LEFTMOST
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(expressions=[b"^(?:" + p + b")" for p in patterns], ids=list(range(len(patterns))),
-                         elements=len(patterns), flags=[flags] * len(patterns))
+        self._db.compile(
+            expressions=[b"^(?:" + p + b")" for p in patterns],
+            ids=list(range(len(patterns))),
+            elements=len(patterns),
+            flags=[flags] * len(patterns),
+        )
         self._make_scratch = hyperscan.Scratch
         self._local = threading.local()
 
@@ -137,8 +147,17 @@ class _AhoCorasick:
 # band 1 ~7%, and so on; a byte in no band is rarer than all of them. Measured on the corpus's
 # failure logs and on serving logs with their prompts masked (as the scan searches them), taking
 # each byte's highest frequency among them. The pure-Python keys start with rare bytes (`_cover`).
-_BANDS = (b" ", b"1e0.r/io", b'nT2PacOtdl:sp^I"_vS43m', b"65u7-9g8,A=()\nFNKHfybh", b"[kERq']|C",
-          b"w\xe2\x96\x1bx\x88;G<>Y\\", b"DWL\rMUz", b"*B%V`", b"Qj{}~")
+_BANDS = (
+    b" ",
+    b"1e0.r/io",
+    b'nT2PacOtdl:sp^I"_vS43m',
+    b"65u7-9g8,A=()\nFNKHfybh",
+    b"[kERq']|C",
+    b"w\xe2\x96\x1bx\x88;G<>Y\\",
+    b"DWL\rMUz",
+    b"*B%V`",
+    b"Qj{}~",
+)
 
 
 def _byte_costs(bands: tuple[bytes, ...]) -> list[float]:
@@ -146,7 +165,7 @@ def _byte_costs(bands: tuple[bytes, ...]) -> list[float]:
     costs = [2.0 ** -len(bands)] * 256
     for band, chars in enumerate(bands):
         for c in chars:
-            costs[c] = 2.0 ** -band
+            costs[c] = 2.0**-band
     return costs
 
 
@@ -201,7 +220,7 @@ def _cover(words: list[bytes], size: int = 4, longest: int = 8) -> list[tuple[by
         held = [(_COST[b], spots[b][i]) for b in chosen if i in spots[b]]
         if held:
             at = min(held)[1]  # the word's rarest chosen byte, its first spot
-            keys[i] = w[at:at + longest]
+            keys[i] = w[at : at + longest]
     final: dict[bytes, bytes] = {}
     for k in sorted(set(keys.values())):  # a prefix sorts first
         final[k] = next((final[k[:j]] for j in range(1, len(k)) if k[:j] in final), k)
@@ -260,8 +279,13 @@ _BACKENDS = {"hyperscan": _Hyperscan, "ahocorasick": _AhoCorasick, "python": _Pu
 class Matcher:
     """Every anchor word in a buffer; which of them are the grammar's, which the evidence reader's."""
 
-    def __init__(self, grammar_words: Iterable[str], evidence_words: Iterable[str], backend: str | None = None,
-                 numbers: Iterable[str] = ()):
+    def __init__(
+        self,
+        grammar_words: Iterable[str],
+        evidence_words: Iterable[str],
+        backend: str | None = None,
+        numbers: Iterable[str] = (),
+    ):
         g, e = set(grammar_words), set(evidence_words)
         self._str_words = sorted(g | e)
         self.words = [w.encode() for w in self._str_words]

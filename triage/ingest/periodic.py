@@ -37,12 +37,23 @@ METRICS_WORD = "Avg prompt throughput:"  # the grammar's anchor for the line (RE
 
 # The figures vLLM prints after the throughput, across versions; an unknown field sends the
 # line to the grammar (which reads any tail).
-_FIELDS = ("Avg generation throughput", "Running", "Swapped", "Pending", "Waiting", "GPU KV cache usage",
-           "CPU KV cache usage", "Prefix cache hit rate", "External prefix cache hit rate", "MM cache hit rate")
+_FIELDS = (
+    "Avg generation throughput",
+    "Running",
+    "Swapped",
+    "Pending",
+    "Waiting",
+    "GPU KV cache usage",
+    "CPU KV cache usage",
+    "Prefix cache hit rate",
+    "External prefix cache hit rate",
+    "MM cache hit rate",
+)
 _NUM = r"-?\d+(?:\.\d+)?"
 _METRICS = re.compile(
     rf"(?:Engine \d+: )?(?P<head>{re.escape(METRICS_WORD)}) {_NUM} tokens/s"
-    rf"(?:, (?:{'|'.join(map(re.escape, _FIELDS))}): {_NUM} ?(?:tokens/s|reqs|%))*\.?")
+    rf"(?:, (?:{'|'.join(map(re.escape, _FIELDS))}): {_NUM} ?(?:tokens/s|reqs|%))*\.?"
+)
 
 _HTTP_CODE = re.compile(r"\b40[13]\b")  # the grammar's HTTP_AUTH
 
@@ -57,8 +68,10 @@ def metrics_item(text: str) -> dict | None:
 
 # vLLM's own header on raw bytes, no colours: `(APIServer pid=1) INFO 10-02 16:20:11 [loggers.py:123] `
 # (V1) or `INFO 10-02 16:20:11 metrics.py:351] ` (V0). Other wrappers are left to the full path.
-_HEAD = (rb"(?P<origin>\([A-Za-z][\w\-]*(?: [A-Z]+\d+(?:_[A-Z]+\d+)*)? pid=\d{1,18}\) )?"
-         rb"(?P<level>DEBUG|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?P<source>\[?[\w.\-]+:\d+\]) ")
+_HEAD = (
+    rb"(?P<origin>\([A-Za-z][\w\-]*(?: [A-Z]+\d+(?:_[A-Z]+\d+)*)? pid=\d{1,18}\) )?"
+    rb"(?P<level>DEBUG|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?P<source>\[?[\w.\-]+:\d+\]) "
+)
 _REQUEST = re.compile(_HEAD + rb"(?:Received request |Generated response )")
 _METRICS_RAW = re.compile(_HEAD + rb"(?:Engine \d+: )?" + re.escape(METRICS_WORD.encode()) + rb"[^\n\r]{0,2000}\r?")
 
@@ -97,13 +110,12 @@ def mask_requests(chunk: bytes, start: int, end: int, keep: int) -> bytes | byte
                 if m is not None and m.end() == i + size:
                     if out is None:
                         out = bytearray(chunk)
-                    out[cut:line_end] = _NUL[:line_end - cut]
+                    out[cut:line_end] = _NUL[: line_end - cut]
             i = find(mark, line_end, end)
     return chunk if out is None else out
 
 
-def mask_heads(chunk: bytes, start: int, end: int, keep: int,
-               heads: list[tuple[int, int]]) -> bytes | bytearray:
+def mask_heads(chunk: bytes, start: int, end: int, keep: int, heads: list[tuple[int, int]]) -> bytes | bytearray:
     """`mask_requests` for request headers already found: (line start, header end) of each line
     whose start matches REQUEST_HEAD, by end offset (a line holds at most one such header: its
     end is the first `] Received request ` or `] Generated response ` of the line)."""
@@ -119,7 +131,7 @@ def mask_heads(chunk: bytes, start: int, end: int, keep: int,
         if cut < line_end and line_end - line_start <= _MAX_MASKED:
             if out is None:
                 out = bytearray(chunk)
-            out[cut:line_end] = _NUL[:line_end - cut]
+            out[cut:line_end] = _NUL[: line_end - cut]
     return chunk if out is None else out
 
 
@@ -203,8 +215,9 @@ class QuietSearch:
             searched = mask_requests(chunk, start, end, self.keep)
         return self.m.hits(searched), _NulEnds(searched) if searched is not chunk else _NONE  # type: ignore[arg-type]
 
-    def _unmasked(self, chunk: bytes, start: int, end: int,
-                  found: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], set[int]]:
+    def _unmasked(
+        self, chunk: bytes, start: int, end: int, found: list[tuple[int, int]]
+    ) -> tuple[list[tuple[int, int]], set[int]]:
         """The words found in the chunk as it is, less those masking would have hidden: a word
         that does not end before its line's cut. A number word counts as `Matcher.hits` counts
         it, but when it ends at the cut (the NUL after it is no word byte)."""
@@ -214,15 +227,17 @@ class QuietSearch:
         add, sizes, numbers, keep = out.append, self.m.sizes, self.m.numbers, self.keep
         find, rfind = chunk.find, chunk.rfind
         line_end, cut = -1, None
-        for off, i in found[bisect_left(found, (start, -1)):bisect_left(found, (end, -1))]:
+        for off, i in found[bisect_left(found, (start, -1)) : bisect_left(found, (end, -1))]:
             stop = off + sizes[i]
             joined_after = False
             if i in numbers:  # a body line's word has a byte after it (its line's newline at least)
                 if off and chunk[off - 1] in WORD_BYTES:
                     continue
                 joined_after = chunk[stop] in WORD_BYTES
-                if joined_after and not (chunk.startswith(_RECEIVED, stop - keep - len(_RECEIVED))
-                                         or chunk.startswith(_GENERATED, stop - keep - len(_GENERATED))):
+                if joined_after and not (
+                    chunk.startswith(_RECEIVED, stop - keep - len(_RECEIVED))
+                    or chunk.startswith(_GENERATED, stop - keep - len(_GENERATED))
+                ):
                     continue  # it would count only if it ended at a cut: `keep` bytes past a mark
             if off > line_end:  # the first word of a line that needs its cut
                 line_end = find(b"\n", off, end)

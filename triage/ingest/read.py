@@ -45,8 +45,14 @@ class InputStats(Record, frozen=False, kw_only=False):
 
 def file_kind(mode: int) -> str:
     """What a path is, in the words of an error message."""
-    for test, kind in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "named pipe (FIFO)"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+    for test, kind in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "named pipe (FIFO)"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
         if test(mode):
             return kind
     return "special file"
@@ -156,7 +162,9 @@ def _looks_binary(head: bytes) -> bool:
     if sample.count(0) > len(sample) // 4:
         return True
     controls = len(sample.translate(None, _NOT_CONTROLS))
-    text = sample[:-3].decode("utf-8", "surrogateescape") if len(sample) > 3 else sample.decode("utf-8", "surrogateescape")
+    text = (
+        sample[:-3].decode("utf-8", "surrogateescape") if len(sample) > 3 else sample.decode("utf-8", "surrogateescape")
+    )
     invalid = len(_INVALID.findall(text))
     return controls + invalid > max(MIN_BAD, MAX_BAD_SHARE * len(sample))
 
@@ -290,7 +298,7 @@ def lines_of(chunks: Iterable[bytes], stats: InputStats) -> Iterator[str]:
             pending += pieces[-1]
         if len(pending) > MAX_LINE_CHARS:
             cut = pending.rfind("\r", 0, len(pending) - 1)
-            if 0 <= cut and len(pending) - cut <= MAX_LINE_CHARS:
+            if cut >= 0 and len(pending) - cut <= MAX_LINE_CHARS:
                 pending = pending[cut + 1 :]
             else:
                 yield finish_line(pending, stats)
@@ -332,7 +340,7 @@ def _reads_as_utf32(head: bytes) -> bool:
     """Whether the bytes after a UTF-32 BOM are UTF-32 (the LE BOM is also UTF-16's BOM and a
     NUL: the text after it tells which). Nothing after the LE BOM (`\xff\xfe\x00\x00` alone is
     also a UTF-16 NUL): UTF-16's word, which keeps its one line."""
-    body = head[4: 4 + (len(head) - 4) // 4 * 4]
+    body = head[4 : 4 + (len(head) - 4) // 4 * 4]
     if not body and head.startswith(UTF32_LE_BOM):
         return False
     try:

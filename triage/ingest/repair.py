@@ -34,6 +34,7 @@ SHORT_PASTE_LINES = 40  # a paste this short is read for one wrapped line at a u
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 MIN_DISTINCT = 8  # characters a cut message holds at least (a rule of `====` is no message)
 
+
 def detect_width(sample: list[str]) -> int | None:
     """The column W at which these lines were hard-wrapped, or None for a log as printed.
 
@@ -70,8 +71,14 @@ def _short_paste_width(sample: list[str]) -> int | None:
     longest = max((len(line) for line in sample), default=0)
     for i, line in enumerate(sample[:-1]):
         nxt = sample[i + 1]
-        if len(line) == longest and longest in TERMINAL_WIDTHS and nxt and not nxt[0].isspace() \
-                and len(set(line)) >= MIN_DISTINCT and not starts_record(nxt):
+        if (
+            len(line) == longest
+            and longest in TERMINAL_WIDTHS
+            and nxt
+            and not nxt[0].isspace()
+            and len(set(line)) >= MIN_DISTINCT
+            and not starts_record(nxt)
+        ):
             return longest
     return None
 
@@ -129,14 +136,16 @@ def detect_indent(sample: list[str]) -> str:
     indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
     if not indent:
         return ""
-    starts = sum(1 for line in lines[:500] if starts_record(line[len(indent):]) or _EXCEPTION.match(line[len(indent):]))
+    starts = sum(
+        1 for line in lines[:500] if starts_record(line[len(indent) :]) or _EXCEPTION.match(line[len(indent) :])
+    )
     return indent if starts >= 0.1 * min(len(lines), 500) else ""
 
 
 def detect(sample: list[str]) -> Repair:
     indent = detect_indent(sample)
     if indent:
-        sample = [line[len(indent):] if line.startswith(indent) else line.lstrip(" \t") for line in sample]
+        sample = [line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t") for line in sample]
     return Repair(indent, detect_width(sample))
 
 

@@ -20,9 +20,19 @@ _HEADS: tuple[tuple[str, LazyPattern], ...] = (
     ('  File "', LazyPattern(r'  File "[^"]+", line \d+')),
     ("Traceback (most recent call last):", LazyPattern(r"Traceback \(most recent call last\):\s*$")),
     *((f"{level} ", LazyPattern(rf"{level} \d\d-\d\d \d\d:\d\d:\d\d")) for level in LEVELS.split("|")),
-    *((head, LazyPattern(r"\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) ")) for head in (
-        "(APIServer pid=", "(EngineCore_DP0 pid=", "(EngineCore pid=", "(VllmWorker rank=", "(RayWorkerWrapper pid=",
-        "(VllmWorkerProcess pid=", "(Worker_TP0 pid=", "(Worker pid=")),
+    *(
+        (head, LazyPattern(r"\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) "))
+        for head in (
+            "(APIServer pid=",
+            "(EngineCore_DP0 pid=",
+            "(EngineCore pid=",
+            "(VllmWorker rank=",
+            "(RayWorkerWrapper pid=",
+            "(VllmWorkerProcess pid=",
+            "(Worker_TP0 pid=",
+            "(Worker pid=",
+        )
+    ),
 )
 MIN_KEPT = 2  # characters of the head that must survive the cut (one letter proves nothing)
 
@@ -61,8 +71,9 @@ class Unfolded:
     """`scan.iter_marked`'s lines with folded tracebacks split into their lines (each piece
     keeps the physical line's number), forwarding `line_complete`."""
 
-    def __init__(self, marked: Iterable[tuple[int, str, bool, bool]],
-                 classify: Callable[[str], tuple[bool, bool]]) -> None:
+    def __init__(
+        self, marked: Iterable[tuple[int, str, bool, bool]], classify: Callable[[str], tuple[bool, bool]]
+    ) -> None:
         self._marked, self._classify = marked, classify  # classify: scan's matcher (no import circle)
         self.line_complete = getattr(marked, "line_complete", None)
 

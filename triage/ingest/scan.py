@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import codecs
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from itertools import chain
 
+from triage.ingest.chains import HEAD, LinkRepeats
 from triage.ingest.matcher import Matcher
 from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, QuietSearch
-from triage.ingest.read import MAX_LINE_CHARS, InputStats, finish_line, last_frame, cut_long, lines_of
-from triage.ingest.reshape import mend_cut_start
+from triage.ingest.read import MAX_LINE_CHARS, InputStats, cut_long, finish_line, last_frame, lines_of
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
-from triage.ingest.chains import HEAD, LinkRepeats
+from triage.ingest.reshape import mend_cut_start
 from triage.ingest.rows import RowRun
 from triage.ingest.stretch import Stretches
 
@@ -38,10 +38,14 @@ _LONG_STEP = MAX_LINE_CHARS // 2  # a line longer than MAX_LINE_CHARS bytes cove
 _NONE: frozenset[int] = frozenset()
 
 
-
-
-def iter_marked(chunks: Iterable[bytes], stats: InputStats, matcher: Matcher, window: int = 0,
-                wrap_sample: int = 0, quiet: bool = True) -> "MarkedLines":
+def iter_marked(
+    chunks: Iterable[bytes],
+    stats: InputStats,
+    matcher: Matcher,
+    window: int = 0,
+    wrap_sample: int = 0,
+    quiet: bool = True,
+) -> MarkedLines:
     """Each line holding one of `matcher`'s words, and the `window` lines after each line
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
     evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them.
@@ -75,7 +79,7 @@ def repair_of(head: bytes) -> Repair:
 class MarkedLines:
     """The iterator of `iter_marked`, with a way to say that the last line handed on was whole."""
 
-    def __init__(self, scanner: "_Scanner | _RepairScanner", chunks: Iterable[bytes]) -> None:
+    def __init__(self, scanner: _Scanner | _RepairScanner, chunks: Iterable[bytes]) -> None:
         self._scanner = scanner
         self._lines = scanner.scan(chunks)
 
@@ -133,7 +137,7 @@ class _Scanner:
         last = chunk.rfind(b"\n")
         if last > first:
             yield from self._body(chunk, first + 1, last)
-        self.carry = chunk[last + 1:]
+        self.carry = chunk[last + 1 :]
         yield from self._overflow()
 
     def close(self) -> Iterator[Marked]:
@@ -150,8 +154,8 @@ class _Scanner:
         if len(text) <= MAX_LINE_CHARS:
             return
         cut = text.rfind("\r", 0, len(text) - 1)
-        if 0 <= cut and len(text) - cut <= MAX_LINE_CHARS:
-            self.carry = text[cut + 1:].encode("utf-8", "replace") + self.carry[used:]
+        if cut >= 0 and len(text) - cut <= MAX_LINE_CHARS:
+            self.carry = text[cut + 1 :].encode("utf-8", "replace") + self.carry[used:]
             return
         self.carry, self.skipping = b"", True
         yield from self._text(text, None)
@@ -163,7 +167,7 @@ class _Scanner:
         else:
             spots, masked = self.m.hits(chunk), _NONE
         spots.sort()
-        spots = spots[bisect_left(spots, (start, -1)):bisect_right(spots, (last, len(self.m.words)))]
+        spots = spots[bisect_left(spots, (start, -1)) : bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
             spots = sorted(spots + [(off, -1) for off in self._long_lines(chunk, start, last)])
         pos, k, n = start, 0, len(spots)
@@ -199,8 +203,11 @@ class _Scanner:
                     self.stats.lines += chunk.count(b"\n", line_start, stop)
                     self.window_left, k, pos = 0, j, stop
                     continue
-            verdict = self.periodic.verdict(chunk, line_start, end, hits) \
-                if self.periodic is not None and end - line_start <= MAX_LINE_CHARS else None
+            verdict = (
+                self.periodic.verdict(chunk, line_start, end, hits)
+                if self.periodic is not None and end - line_start <= MAX_LINE_CHARS
+                else None
+            )
             k, pos = j, end + 1
             if verdict == REQUEST or (verdict is not None and verdict in self.runs):
                 self._quiet(chunk[line_start:end], verdict)
@@ -208,8 +215,11 @@ class _Scanner:
             raw = chunk[line_start:end]
             # The words found in the chunk are the line's own when its text is its bytes (ASCII, one
             # frame, not cut) and no request text of it was masked: no second search then.
-            kinds = self.m.kinds(hits) if raw.isascii() and end - line_start <= MAX_LINE_CHARS and \
-                b"\r" not in raw and end not in masked else None
+            kinds = (
+                self.m.kinds(hits)
+                if raw.isascii() and end - line_start <= MAX_LINE_CHARS and b"\r" not in raw and end not in masked
+                else None
+            )
             if verdict is None:
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 if self.search is not None and chunk.startswith(raw + b"\n", pos):  # the same line again
@@ -221,8 +231,9 @@ class _Scanner:
                 self.runs = dict.fromkeys([*going, verdict])  # type: ignore[list-item]  # the held lines went first (_emit)
         yield from self._skip(chunk, pos, last + 1)
 
-    def _repeats(self, chunk: bytes, raw: bytes, pos: int, last: int,
-                 kinds: tuple[bool, bool] | None) -> Iterator[Marked]:
+    def _repeats(
+        self, chunk: bytes, raw: bytes, pos: int, last: int, kinds: tuple[bool, bool] | None
+    ) -> Generator[Marked, None, int]:
         """Copies of the line just handed on that follow it (a million `Killed` lines): the
         last one is handed on, those between only counted, so a run costs a comparison a line.
         Returns where the scan goes on."""
@@ -237,8 +248,9 @@ class _Scanner:
         yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
         return pos
 
-    def _stretch(self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]],
-                 k: int) -> tuple[int, int] | None:
+    def _stretch(
+        self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]], k: int
+    ) -> tuple[int, int] | None:
         """Lines from chunk[start] on that `_quiet` would each hold as a run's latest, taken at
         once (stretch.py): (where the scan goes on, the index of its next hit), or None."""
         took = self.stretches.take(chunk, start, last, spots, k, self.runs)
@@ -258,7 +270,7 @@ class _Scanner:
         first = self.stats.lines + 1
         self.stats.lines += rows
         self.rows.took(rows)  # type: ignore[union-attr]
-        yield from self._emit((first, chunk[pos:stop - 1].decode("utf-8", "replace"), False, True))
+        yield from self._emit((first, chunk[pos : stop - 1].decode("utf-8", "replace"), False, True))
 
     def _quiet(self, line: bytes, verdict: bytes | str) -> None:
         """A line the pipeline would read to no effect: a request line (dropped unread) or a

@@ -59,8 +59,9 @@ class Stretches:
         self._built = 0
         self._taken = 0
 
-    def take(self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]], k: int,
-             held: Iterable[bytes]) -> tuple[int, int, int, dict[bytes, tuple[int, bytes]]] | None:
+    def take(
+        self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]], k: int, held: Iterable[bytes]
+    ) -> tuple[int, int, int, dict[bytes, tuple[int, bytes]]] | None:
         """For the line at chunk[start] whose hits start at spots[k]: the stretch of whole lines
         from there (up to chunk[last]) that the line-by-line path would each hold as the latest
         of a run in `held`, as (its end, the index of the first hit past it, its lines, key ->
@@ -78,8 +79,9 @@ class Stretches:
         if m is None:
             return None
         stop, j, lines = self._measure(m, spots, k)
-        if j - k != lines or (chunk.find(b"\r", start, stop) >= 0
-                              and chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop)):
+        if j - k != lines or (
+            chunk.find(b"\r", start, stop) >= 0 and chunk.count(b"\r", start, stop) != chunk.count(b"\r\n", start, stop)
+        ):
             self._mark_odd(chunk, start, stop, spots, k, j)  # odd lines ahead: it ends before the first
             m = self._match(pattern, chunk, start, last)
             if m is None:
@@ -138,4 +140,3 @@ class Stretches:
             pattern = _PATTERNS[keys] = run_pattern(keys)
             self._built += 1
         return pattern
-

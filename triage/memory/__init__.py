@@ -20,8 +20,23 @@ from typing import TYPE_CHECKING, Any
 # load the whole model (~10 ms of start-up).
 _WHERE = {
     **dict.fromkeys(("FAILS", "FITS", "UNKNOWN", "Check", "compare", "overall"), "checks"),
-    **dict.fromkeys(("GRAPHS", "HOST_SWAP", "KERNEL_WARMUP", "KV_FIT", "LOAD", "NO_POOL", "OUTSIDE", "PROFILE",
-                     "SAMPLER_WARMUP", "STARTUP", "Config", "MemoryInputs"), "inputs"),
+    **dict.fromkeys(
+        (
+            "GRAPHS",
+            "HOST_SWAP",
+            "KERNEL_WARMUP",
+            "KV_FIT",
+            "LOAD",
+            "NO_POOL",
+            "OUTSIDE",
+            "PROFILE",
+            "SAMPLER_WARMUP",
+            "STARTUP",
+            "Config",
+            "MemoryInputs",
+        ),
+        "inputs",
+    ),
     **dict.fromkeys(("evaluate", "resolve"), "model"),
     **dict.fromkeys(("DEFAULT", "DERIVED", "ESTIMATED", "GIVEN", "PRINTED", "Quantity"), "quantities"),
     **dict.fromkeys(("Verification", "verify"), "solve"),
@@ -29,8 +44,20 @@ _WHERE = {
 
 if TYPE_CHECKING:
     from triage.memory.checks import FAILS, FITS, UNKNOWN, Check, compare, overall
-    from triage.memory.inputs import (GRAPHS, HOST_SWAP, KERNEL_WARMUP, KV_FIT, LOAD, NO_POOL, OUTSIDE, PROFILE,
-                                      SAMPLER_WARMUP, STARTUP, Config, MemoryInputs)
+    from triage.memory.inputs import (
+        GRAPHS,
+        HOST_SWAP,
+        KERNEL_WARMUP,
+        KV_FIT,
+        LOAD,
+        NO_POOL,
+        OUTSIDE,
+        PROFILE,
+        SAMPLER_WARMUP,
+        STARTUP,
+        Config,
+        MemoryInputs,
+    )
     from triage.memory.model import evaluate, resolve
     from triage.memory.quantities import DEFAULT, DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
     from triage.memory.solve import Verification, verify
@@ -45,8 +72,32 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Check", "Config", "MemoryInputs", "Quantity", "Verification", "compare", "evaluate", "overall",
-    "resolve", "verify", "FITS", "FAILS", "UNKNOWN", "PRINTED", "DERIVED", "DEFAULT", "ESTIMATED", "GIVEN",
-    "STARTUP", "NO_POOL", "KV_FIT", "LOAD", "PROFILE", "OUTSIDE", "GRAPHS", "KERNEL_WARMUP",
-    "SAMPLER_WARMUP", "HOST_SWAP",
+    "DEFAULT",
+    "DERIVED",
+    "ESTIMATED",
+    "FAILS",
+    "FITS",
+    "GIVEN",
+    "GRAPHS",
+    "HOST_SWAP",
+    "KERNEL_WARMUP",
+    "KV_FIT",
+    "LOAD",
+    "NO_POOL",
+    "OUTSIDE",
+    "PRINTED",
+    "PROFILE",
+    "SAMPLER_WARMUP",
+    "STARTUP",
+    "UNKNOWN",
+    "Check",
+    "Config",
+    "MemoryInputs",
+    "Quantity",
+    "Verification",
+    "compare",
+    "evaluate",
+    "overall",
+    "resolve",
+    "verify",
 ]

@@ -8,10 +8,9 @@ A check whose inputs the log does not give is *cannot tell* with the missing fig
 
 from __future__ import annotations
 
-
-from triage.units import GiB, MiB
 from triage.memory.quantities import Quantity, weakest
 from triage.records import Record
+from triage.units import GiB, MiB
 
 FITS = "fits"
 FAILS = "fails"
@@ -75,8 +74,7 @@ def fmt(x: float, unit: str) -> str:
     return f"{x:g} {unit}"
 
 
-def compare(name: str, what: str, need: Quantity, have: Quantity, unit: str = "bytes",
-            note: str = "") -> Check:
+def compare(name: str, what: str, need: Quantity, have: Quantity, unit: str = "bytes", note: str = "") -> Check:
     """need <= have, decided on the worst case."""
     if need.hi <= have.lo:
         verdict = FITS
@@ -85,8 +83,9 @@ def compare(name: str, what: str, need: Quantity, have: Quantity, unit: str = "b
     else:
         verdict = UNKNOWN
     lines = tuple(sorted({q.line for q in (need, have) if q.line}))
-    return Check(name, verdict, what, need, have, unit, source=weakest(need.source, have.source),
-                 note=note, lines=lines)
+    return Check(
+        name, verdict, what, need, have, unit, source=weakest(need.source, have.source), note=note, lines=lines
+    )
 
 
 def unknown(name: str, what: str, *missing: str) -> Check:

@@ -13,18 +13,44 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
-from triage.memory.inputs import (DEFAULT_UTIL, GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA,
-                     NO_POOL, PROFILE, SAMPLER_WARMUP, SERVING, STARTUP, MemoryInputs)
+from triage.memory.inputs import (
+    DEFAULT_UTIL,
+    GRAPHS,
+    HOST_RAM,
+    HOST_SWAP,
+    KERNEL_WARMUP,
+    KV_ALLOC,
+    KV_FIT,
+    LOAD,
+    MAMBA,
+    NO_POOL,
+    PROFILE,
+    SAMPLER_WARMUP,
+    SERVING,
+    STARTUP,
+    MemoryInputs,
+)
 from triage.memory.quantities import DEFAULT, ESTIMATED, PRINTED, Quantity
 
 _WARMUP_FRAMES = ("kernel_warmup", "warmup_kernels", "flashinfer_autotune")
 _SAMPLER_FRAMES = ("_dummy_sampler_run", "_warmup_sampler")
-_PHASE_FAILURE = {"loading_weights": LOAD, "profiling": PROFILE, "cuda_graph_capture": GRAPHS,
-                  "kv_cache_allocation": KV_ALLOC, "ready": SERVING}
+_PHASE_FAILURE = {
+    "loading_weights": LOAD,
+    "profiling": PROFILE,
+    "cuda_graph_capture": GRAPHS,
+    "kv_cache_allocation": KV_ALLOC,
+    "ready": SERVING,
+}
 
 
-def classify(phase: str | None, frames: Iterable[str], kinds: Iterable[str], seen: Iterable[str],
-             startup_error: bool = False, oom: bool = False) -> str | None:
+def classify(
+    phase: str | None,
+    frames: Iterable[str],
+    kinds: Iterable[str],
+    seen: Iterable[str],
+    startup_error: bool = False,
+    oom: bool = False,
+) -> str | None:
     """Which of vLLM's checks the failure is, from its phase, frames and the events seen."""
     kinds, seen, frames = set(kinds), set(seen), set(frames)
     if startup_error:
@@ -156,20 +182,27 @@ def _loaded(oom: Any, failure: str | None) -> float | None:
     return float(alloc) + float(req)
 
 
-def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
-          multimodal_single_seq: bool = False) -> MemoryInputs:
+def build(
+    facts: Mapping[str, Any], failure: str | None = None, oom: Any = None, multimodal_single_seq: bool = False
+) -> MemoryInputs:
     """Everything the model needs, from the merged facts and the failing allocation."""
     util_f = facts.get("gpu_memory_utilization")
-    util = (Quantity.exact(float(util_f.value), PRINTED, util_f.line)
-            if util_f is not None and _finite(util_f.value) and 0 < util_f.value <= 1 else
-            Quantity.exact(DEFAULT_UTIL, DEFAULT))
+    util = (
+        Quantity.exact(float(util_f.value), PRINTED, util_f.line)
+        if util_f is not None and _finite(util_f.value) and 0 < util_f.value <= 1
+        else Quantity.exact(DEFAULT_UTIL, DEFAULT)
+    )
     tp = _int(facts, "tensor_parallel_size") or 1
     total = _q(facts, "gpu_total_bytes") or _oom(oom, "total") or _advice_total(facts, util.value)
     engine = _engine(facts)
     batch = _int(facts, "max_num_batched_tokens")
     length = _int(facts, "max_model_len")
-    follows = (engine == "v0" and batch is None and length is not None
-               and getattr(facts.get("enable_chunked_prefill"), "value", None) is not True)
+    follows = (
+        engine == "v0"
+        and batch is None
+        and length is not None
+        and getattr(facts.get("enable_chunked_prefill"), "value", None) is not True
+    )
     if follows:
         batch = max(length or 0, 2048)  # V0's default without chunked prefill (config.py)
     block = facts.get("block_size")
@@ -179,18 +212,42 @@ def build(facts: Mapping[str, Any], failure: str | None = None, oom: Any = None,
         blocks = (_int(facts, "kv_cache_tokens") or 0) // bs  # V0 prints the pool as blocks x block_size tokens
     sources = {"block_size": DEFAULT if block is None or getattr(block, "line", 0) == 0 else PRINTED}
     return MemoryInputs(
-        engine=engine, vllm_version=_str(facts, "vllm_version"), failure=failure,
-        total=total, free=_q(facts, "startup_free_bytes") or _q(facts, "initial_free_bytes"), util=util,
-        weights=_weights(facts, tp, _loaded(oom, failure)), activation_peak=_q(facts, "activation_peak_bytes"),
-        non_torch=_q(facts, "non_torch_bytes"), non_kv=_q(facts, "non_kv_bytes"),
-        pool=_q(facts, "kv_cache_bytes"), kv_tokens=_int(facts, "kv_cache_tokens"),
-        kv_needed=_q(facts, "kv_needed_bytes"), gpu_blocks=blocks, kv_estimate=_int(facts, "kv_estimated_max_len"),
-        block_size=bs, max_model_len=_int(facts, "max_model_len"),
-        max_num_seqs=_int(facts, "max_num_seqs"), max_num_batched_tokens=batch, batch_follows_len=follows,
-        oom_requested=_oom(oom, "requested"), oom_free=_oom(oom, "free"), oom_held=_oom(oom, "this_process"), foreign=_q(facts, "foreign_bytes"),
-        cuda_graph=_q(facts, "cuda_graph_bytes"), tp=tp, graph_estimate=_graph_estimate(facts),
-        graph_advice=_float(facts, "cuda_graph_suggested_util"), mamba_blocks=_int(facts, "mamba_blocks"), pp=_int(facts, "pipeline_parallel_size") or 1,
-        dtype=_str(facts, "dtype"), kv_cache_dtype=_str(facts, "kv_cache_dtype"),
-        kv_cache_memory=_q(facts, "kv_cache_memory_bytes"), multimodal=bool(getattr(facts.get("multimodal"), "value", False)),
-        mm_single_seq=multimodal_single_seq, swap_total=_q(facts, "swap_bytes"), cpu_total=_q(facts, "cpu_total_bytes"),
-        sources=sources)
+        engine=engine,
+        vllm_version=_str(facts, "vllm_version"),
+        failure=failure,
+        total=total,
+        free=_q(facts, "startup_free_bytes") or _q(facts, "initial_free_bytes"),
+        util=util,
+        weights=_weights(facts, tp, _loaded(oom, failure)),
+        activation_peak=_q(facts, "activation_peak_bytes"),
+        non_torch=_q(facts, "non_torch_bytes"),
+        non_kv=_q(facts, "non_kv_bytes"),
+        pool=_q(facts, "kv_cache_bytes"),
+        kv_tokens=_int(facts, "kv_cache_tokens"),
+        kv_needed=_q(facts, "kv_needed_bytes"),
+        gpu_blocks=blocks,
+        kv_estimate=_int(facts, "kv_estimated_max_len"),
+        block_size=bs,
+        max_model_len=_int(facts, "max_model_len"),
+        max_num_seqs=_int(facts, "max_num_seqs"),
+        max_num_batched_tokens=batch,
+        batch_follows_len=follows,
+        oom_requested=_oom(oom, "requested"),
+        oom_free=_oom(oom, "free"),
+        oom_held=_oom(oom, "this_process"),
+        foreign=_q(facts, "foreign_bytes"),
+        cuda_graph=_q(facts, "cuda_graph_bytes"),
+        tp=tp,
+        graph_estimate=_graph_estimate(facts),
+        graph_advice=_float(facts, "cuda_graph_suggested_util"),
+        mamba_blocks=_int(facts, "mamba_blocks"),
+        pp=_int(facts, "pipeline_parallel_size") or 1,
+        dtype=_str(facts, "dtype"),
+        kv_cache_dtype=_str(facts, "kv_cache_dtype"),
+        kv_cache_memory=_q(facts, "kv_cache_memory_bytes"),
+        multimodal=bool(getattr(facts.get("multimodal"), "value", False)),
+        mm_single_seq=multimodal_single_seq,
+        swap_total=_q(facts, "swap_bytes"),
+        cpu_total=_q(facts, "cpu_total_bytes"),
+        sources=sources,
+    )

@@ -36,8 +36,7 @@ def block_bytes_from_needed(needed: Quantity, max_model_len: int, block_size: in
     blocks = cdiv(max_model_len, block_size)
     if blocks <= 0:
         return None
-    return Quantity(needed.value / blocks, needed.lo / blocks, needed.hi / blocks,
-                    weakest(needed.source, DERIVED))
+    return Quantity(needed.value / blocks, needed.lo / blocks, needed.hi / blocks, weakest(needed.source, DERIVED))
 
 
 def needed_bytes(max_model_len: int, block_bytes: Quantity, block_size: int) -> Quantity:
@@ -52,8 +51,9 @@ def pool_tokens(pool: Quantity, block_bytes: Quantity, block_size: int) -> tuple
     return worst, best
 
 
-def longest_context(pool: Quantity, block_bytes: Quantity, block_size: int, cap: int | None = None,
-                    engine: str = "v1") -> int:
+def longest_context(
+    pool: Quantity, block_bytes: Quantity, block_size: int, cap: int | None = None, engine: str = "v1"
+) -> int:
     """The longest max_model_len that fits the pool in the worst case (a multiple of block_size).
 
     With `cap` it is at most the configured max_model_len, as vLLM's own estimate is.
@@ -73,12 +73,17 @@ def vllm_estimate(pool_bytes: float, block_bytes: float, block_size: int, cap: i
 def tokens_per_gib(block_bytes: Quantity, block_size: int) -> Quantity:
     """KV tokens one GiB holds: block_size / bpb x 2**30, as an interval."""
     g = float(1 << 30)
-    return Quantity(g * block_size / block_bytes.value, g * block_size / block_bytes.hi,
-                    g * block_size / block_bytes.lo if block_bytes.lo > 0 else math.inf, block_bytes.source)
+    return Quantity(
+        g * block_size / block_bytes.value,
+        g * block_size / block_bytes.hi,
+        g * block_size / block_bytes.lo if block_bytes.lo > 0 else math.inf,
+        block_bytes.source,
+    )
 
 
-def request_blocks(max_model_len: int, block_size: int, sliding_window: int | None = None,
-                   max_num_batched_tokens: int | None = None) -> int:
+def request_blocks(
+    max_model_len: int, block_size: int, sliding_window: int | None = None, max_num_batched_tokens: int | None = None
+) -> int:
     """Blocks one max_model_len request takes in one layer (v1/kv_cache_interface.py, 0.10+):
     full attention cdiv(len, block); a sliding window keeps window - 1 + the batch's new tokens, and
     one more block because the window need not start at a block's edge."""

@@ -10,15 +10,30 @@ weights and KV heads, an activation peak shrinking with the batch) are marked es
 
 from __future__ import annotations
 
-
 from triage.memory import budget, kv
 from triage.memory.checks import FITS, Check, compare, fmt, unknown
-from triage.memory.inputs import (GRAPHS, HOST_RAM, HOST_SWAP, KERNEL_WARMUP, KV_ALLOC, KV_FIT, LOAD, MAMBA, NO_POOL, OUTSIDE, PROFILE,
-                     SAMPLER_WARMUP, SERVING, STARTUP, Config, MemoryInputs)
+from triage.memory.inputs import (
+    GRAPHS,
+    HOST_RAM,
+    HOST_SWAP,
+    KERNEL_WARMUP,
+    KV_ALLOC,
+    KV_FIT,
+    LOAD,
+    MAMBA,
+    NO_POOL,
+    OUTSIDE,
+    PROFILE,
+    SAMPLER_WARMUP,
+    SERVING,
+    STARTUP,
+    Config,
+    MemoryInputs,
+)
 from triage.memory.quantities import DERIVED, ESTIMATED, GIVEN, PRINTED, Quantity
 from triage.records import Record, replace
 
-SWAP_LIMIT = 0.7                   # V0 raises "Too large swap space" above 70% of host RAM
+SWAP_LIMIT = 0.7  # V0 raises "Too large swap space" above 70% of host RAM
 
 V0_MIN_BATCH = 2048  # V0 config: max_num_batched_tokens = max(max_model_len, 2048) without chunked prefill
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "auto": 2}
@@ -38,9 +53,9 @@ class Resolved(Record, kw_only=False):
     """The figures of one configuration, derived from the failed start's."""
 
     util: float
-    tp_ratio: float            # old TP / new TP: per-device share of weights and KV heads
-    kv_ratio: float            # new KV bytes per element / old
-    token_ratio: float         # new profile batch / old
+    tp_ratio: float  # old TP / new TP: per-device share of weights and KV heads
+    kv_ratio: float  # new KV bytes per element / old
+    token_ratio: float  # new profile batch / old
     seq_ratio: float
     max_model_len: int | None
     block_bytes: Quantity | None
@@ -85,8 +100,9 @@ def offloaded(inp: MemoryInputs, cfg: Config) -> MemoryInputs:
     nk = inp.non_kv - Quantity.exact(x) if inp.non_kv is not None else None
     pool = inp.pool + Quantity.exact(x) if inp.pool is not None else None
     free = inp.oom_free + Quantity.exact(x) if inp.oom_free is not None and inp.failure == PROFILE else inp.oom_free
-    return replace(inp, weights=lighter, non_kv=nk, pool=pool, kv_tokens=None, gpu_blocks=None, kv_estimate=None,
-                   oom_free=free)
+    return replace(
+        inp, weights=lighter, non_kv=nk, pool=pool, kv_tokens=None, gpu_blocks=None, kv_estimate=None, oom_free=free
+    )
 
 
 def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
@@ -95,8 +111,12 @@ def resolve(inp: MemoryInputs, cfg: Config) -> Resolved:
     tp_ratio = inp.tp / tp
     kv_ratio = dtype_bytes(cfg.kv_cache_dtype, inp.dtype) / dtype_bytes(inp.kv_cache_dtype, inp.dtype)
     token_ratio = _ratio(cfg.max_num_batched_tokens, inp.max_num_batched_tokens)
-    if inp.batch_follows_len and cfg.max_num_batched_tokens in (None, inp.max_num_batched_tokens) \
-            and cfg.max_model_len and inp.max_model_len:
+    if (
+        inp.batch_follows_len
+        and cfg.max_num_batched_tokens in (None, inp.max_num_batched_tokens)
+        and cfg.max_model_len
+        and inp.max_model_len
+    ):
         token_ratio = max(cfg.max_model_len, V0_MIN_BATCH) / max(inp.max_model_len, V0_MIN_BATCH)
     seq_ratio = _ratio(cfg.max_num_seqs, inp.max_num_seqs)
     length = cfg.max_model_len or inp.max_model_len
@@ -138,8 +158,9 @@ def _non_kv_under(inp: MemoryInputs, tp_ratio: float, token_ratio: float) -> Qua
     return nk
 
 
-def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None,
-                tp_ratio: float, token_ratio: float) -> Quantity | None:
+def _pool_under(
+    inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None, tp_ratio: float, token_ratio: float
+) -> Quantity | None:
     if cfg.kv_cache_memory is not None:  # pinned: the utilization does not size the pool
         if inp.kv_cache_memory is not None and cfg.kv_cache_memory == int(inp.kv_cache_memory.value):
             if tp_ratio != 1:
@@ -151,8 +172,14 @@ def _pool_under(inp: MemoryInputs, cfg: Config, util: float, nk: Quantity | None
         return inp.pool  # a smaller profile batch only grows the pool: the printed one is the worst case
     if inp.total is None or nk is None:
         return None
-    if tp_ratio == 1 and token_ratio <= 1 and inp.pool is not None and inp.non_kv is None and inp.kv_cache_memory is None \
-            and (inp.weights is None or inp.activation_peak is None or inp.non_torch is None):
+    if (
+        tp_ratio == 1
+        and token_ratio <= 1
+        and inp.pool is not None
+        and inp.non_kv is None
+        and inp.kv_cache_memory is None
+        and (inp.weights is None or inp.activation_peak is None or inp.non_torch is None)
+    ):
         # pool = total x u - non_kv with the same total on both sides: pool + total x (u - U), not
         # total x u - (total x U - pool) with the total's interval counted twice
         d = util - inp.util.value
@@ -169,8 +196,20 @@ def evaluate(inp: MemoryInputs, cfg: Config | None = None) -> list[Check]:
         cfg = replace_offload(cfg)
     r = resolve(inp, cfg)
     out: list[Check] = []
-    for step in (_scheduler, _startup, _room_outside, _gpu_count, _load, _pool_positive, _kv_fit, _mamba, _profile,
-                 _kv_alloc, _outside, _swap):
+    for step in (
+        _scheduler,
+        _startup,
+        _room_outside,
+        _gpu_count,
+        _load,
+        _pool_positive,
+        _kv_fit,
+        _mamba,
+        _profile,
+        _kv_alloc,
+        _outside,
+        _swap,
+    ):
         c = step(inp, cfg, r)
         if c is not None:
             out.append(c)
@@ -185,11 +224,21 @@ def _scheduler(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         return None  # unchanged (V0's default batch follows max_model_len: nothing to violate)
     seqs = cfg.max_num_seqs or inp.max_num_seqs
     if inp.batch_follows_len and r.max_model_len and batch < r.max_model_len:
-        return compare("scheduler_config", "max_num_batched_tokens >= max_model_len (no chunked prefill)",
-                       Quantity.exact(r.max_model_len, GIVEN), Quantity.exact(batch, GIVEN), unit="tokens")
+        return compare(
+            "scheduler_config",
+            "max_num_batched_tokens >= max_model_len (no chunked prefill)",
+            Quantity.exact(r.max_model_len, GIVEN),
+            Quantity.exact(batch, GIVEN),
+            unit="tokens",
+        )
     if seqs and batch < seqs:
-        return compare("scheduler_config", "max_num_batched_tokens >= max_num_seqs",
-                       Quantity.exact(seqs, GIVEN), Quantity.exact(batch, GIVEN), unit="tokens")
+        return compare(
+            "scheduler_config",
+            "max_num_batched_tokens >= max_num_seqs",
+            Quantity.exact(seqs, GIVEN),
+            Quantity.exact(batch, GIVEN),
+            unit="tokens",
+        )
     return None
 
 
@@ -197,8 +246,9 @@ def _startup(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if not inp.v1 or inp.free is None or inp.total is None or cfg.kv_cache_memory is not None:
         return None
     note = "assumes the added GPUs are as free" if r.tp_ratio < 1 else ""
-    return compare(STARTUP, f"startup check: free >= total x {r.util:g}",
-                   budget.requested(inp.total, r.util), inp.free, note=note)
+    return compare(
+        STARTUP, f"startup check: free >= total x {r.util:g}", budget.requested(inp.total, r.util), inp.free, note=note
+    )
 
 
 def reserve(inp: MemoryInputs) -> Quantity:
@@ -215,8 +265,7 @@ def _room_outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if inp.failure != STARTUP or inp.free is None or inp.total is None or not inp.v1:
         return None
     have = inp.free - budget.requested(inp.total, r.util)
-    return compare("room_outside_budget", "free memory left outside the budget (graphs, context)",
-                   reserve(inp), have)
+    return compare("room_outside_budget", "free memory left outside the budget (graphs, context)", reserve(inp), have)
 
 
 def _gpu_count(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -234,8 +283,9 @@ def _load(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         return unknown(LOAD, "weights fit the free memory while loading", "the weights' size")
     have = inp.free if inp.free is not None else inp.total - (inp.foreign or 0)
     need = inp.weights.scale(r.tp_ratio)
-    return compare(LOAD, "weights fit the free memory while loading (not bounded by utilization)",
-                   need, have, note="per GPU")
+    return compare(
+        LOAD, "weights fit the free memory while loading (not bounded by utilization)", need, have, note="per GPU"
+    )
 
 
 def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -257,8 +307,15 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     need = w + req.scale(ROOM_FOR_THE_REST).with_source(ESTIMATED)
     c = compare(NO_POOL, f"budget of total x {r.util:g} holds the weights and a tenth more", need, req)
     if c.verdict == FITS:  # the weights fit; the activations and non-torch memory are not in the log
-        return Check(NO_POOL, "cannot tell", what, need=w, have=req, source=c.source,
-                     missing=("the activation peak and non-torch memory",))
+        return Check(
+            NO_POOL,
+            "cannot tell",
+            what,
+            need=w,
+            have=req,
+            source=c.source,
+            missing=("the activation peak and non-torch memory",),
+        )
     return c
 
 
@@ -272,16 +329,32 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if bound is not None and (r.kv_ratio == 1 or (length <= bound and not exact_need)):
         # vLLM searched the longest length on the exact pool: at or under it the same pool fits,
         # above it (same dtype) it does not, whatever a per-token figure would say
-        note = "vLLM's own estimate for this pool" if r.kv_ratio == 1 else \
-            f"vLLM's estimate for this pool, {inp.kv_estimate:,}, x {1 / r.kv_ratio:g} for {r.kv_ratio:g}x the bytes per token"
-        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), Quantity.exact(bound, PRINTED), unit="tokens",
-                       note=("at or under " if length <= bound else "above ") + note)
+        note = (
+            "vLLM's own estimate for this pool"
+            if r.kv_ratio == 1
+            else f"vLLM's estimate for this pool, {inp.kv_estimate:,}, x {1 / r.kv_ratio:g} "
+            f"for {r.kv_ratio:g}x the bytes per token"
+        )
+        return compare(
+            KV_FIT,
+            what,
+            Quantity.exact(length, GIVEN),
+            Quantity.exact(bound, PRINTED),
+            unit="tokens",
+            note=("at or under " if length <= bound else "above ") + note,
+        )
     cap = capacity_tokens(inp)
     if cap is not None and r.pool is inp.pool and r.tp_ratio == 1:  # the pool as printed: its exact capacity
         blocks = int(cap // inp.block_size / r.kv_ratio)
         have = Quantity.exact(blocks * inp.block_size, DERIVED if r.kv_ratio != 1 else PRINTED)
-        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
-                       note=f"{blocks:,} blocks x {inp.block_size} tokens")
+        return compare(
+            KV_FIT,
+            what,
+            Quantity.exact(length, GIVEN),
+            have,
+            unit="tokens",
+            note=f"{blocks:,} blocks x {inp.block_size} tokens",
+        )
     if r.block_bytes is not None and r.pool is not None:
         need = kv.needed_bytes(length, r.block_bytes, inp.block_size)
         return compare(KV_FIT, what, need, r.pool)
@@ -290,8 +363,14 @@ def _kv_fit(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
             return unknown(KV_FIT, what, "the KV bytes per block")
         blocks = int(inp.gpu_blocks / r.kv_ratio)
         have = Quantity.exact(blocks * inp.block_size, DERIVED if r.kv_ratio != 1 else PRINTED)
-        return compare(KV_FIT, what, Quantity.exact(length, GIVEN), have, unit="tokens",
-                       note=f"{blocks:,} blocks x {inp.block_size} tokens")
+        return compare(
+            KV_FIT,
+            what,
+            Quantity.exact(length, GIVEN),
+            have,
+            unit="tokens",
+            note=f"{blocks:,} blocks x {inp.block_size} tokens",
+        )
     if inp.failure == KV_FIT:
         return unknown(KV_FIT, what, *_kv_fit_missing(inp, r))
     return None
@@ -326,16 +405,25 @@ def _mamba(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         blocks = int(max(r.pool.lo, 0) // (inp.pool.hi / inp.mamba_blocks))
     else:
         return unknown(MAMBA, what, "the KV pool these flags leave")
-    return compare(MAMBA, what, Quantity.exact(seqs, GIVEN), Quantity.exact(blocks, DERIVED if r.pool is not inp.pool
-                   else PRINTED), unit="blocks", note="one state block per running sequence")
+    return compare(
+        MAMBA,
+        what,
+        Quantity.exact(seqs, GIVEN),
+        Quantity.exact(blocks, DERIVED if r.pool is not inp.pool else PRINTED),
+        unit="blocks",
+        note="one state block per running sequence",
+    )
 
 
 def _kv_fit_missing(inp: MemoryInputs, r: Resolved) -> list[str]:
     """The figures whose absence leaves the KV fit open, named as the user would look for them."""
     missing = []
     if r.pool is None:
-        missing.append("the KV pool these flags leave (the GPU's total memory is not in the log)"
-                       if inp.total is None else "the KV pool these flags leave")
+        missing.append(
+            "the KV pool these flags leave (the GPU's total memory is not in the log)"
+            if inp.total is None
+            else "the KV pool these flags leave"
+        )
     if r.block_bytes is None:
         missing.append("the KV bytes per token")
     return missing or ["the KV pool or its bytes per token"]
@@ -361,8 +449,13 @@ def _profile(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         note += "; fewer sequences shorten each dummy sequence, not the batch"
     if r.seq_ratio != 1 and inp.mm_single_seq:
         note += "; the multimodal profile already ran one sequence, so max_num_seqs changes nothing"
-    return compare(PROFILE, "profile run's failed allocation fits what was free", need,
-                   inp.oom_free + _weights_freed(inp, r), note=note)
+    return compare(
+        PROFILE,
+        "profile run's failed allocation fits what was free",
+        need,
+        inp.oom_free + _weights_freed(inp, r),
+        note=note,
+    )
 
 
 def _weights_freed(inp: MemoryInputs, r: Resolved) -> Quantity | float:
@@ -389,8 +482,13 @@ def _kv_alloc(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     else:
         have = inp.total - (inp.foreign or 0)
     need = budget.requested(inp.total, r.util) + CONTEXT_OUTSIDE
-    return compare(OUTSIDE, what, need, have + _weights_freed(inp, r),
-                   note="the budget plus ~0.5 GiB of CUDA context outside it (estimated)")
+    return compare(
+        OUTSIDE,
+        what,
+        need,
+        have + _weights_freed(inp, r),
+        note="the budget plus ~0.5 GiB of CUDA context outside it (estimated)",
+    )
 
 
 def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -409,8 +507,13 @@ def _outside(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     freed = inp.total.scale(max(inp.util.value - r.util, 0)) - inp.total.scale(max(r.util - inp.util.value, 0))
     if cfg.enforce_eager and inp.cuda_graph is not None:  # graphs captured before the failure hold this
         freed = freed + inp.cuda_graph
-    return compare(OUTSIDE, what, need, inp.oom_free + freed + _weights_freed(inp, r),
-                   note="what was free plus what a smaller budget leaves; later allocations may need more")
+    return compare(
+        OUTSIDE,
+        what,
+        need,
+        inp.oom_free + freed + _weights_freed(inp, r),
+        note="what was free plus what a smaller budget leaves; later allocations may need more",
+    )
 
 
 def _swap(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
@@ -422,8 +525,13 @@ def _swap(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
         need = Quantity.exact(cfg.swap_space * (1 << 30) * tp, GIVEN)
     if inp.failure == HOST_RAM:  # a smaller swap frees host RAM only if it is smaller
         per_gpu = inp.swap_total.scale(1 / inp.tp)
-        return compare(HOST_RAM, f"swap space x {tp} GPUs below the {fmt(inp.swap_total.value, 'bytes')} "
-                       f"({fmt(per_gpu.value, 'bytes')} x {inp.tp}) that was pinned", need,
-                       inp.swap_total - Quantity.exact(tp * (1 << 30)))
-    return compare(HOST_SWAP, f"swap space x {tp} GPUs within {SWAP_LIMIT:.0%} of host RAM", need,
-                   inp.cpu_total.scale(SWAP_LIMIT))
+        return compare(
+            HOST_RAM,
+            f"swap space x {tp} GPUs below the {fmt(inp.swap_total.value, 'bytes')} "
+            f"({fmt(per_gpu.value, 'bytes')} x {inp.tp}) that was pinned",
+            need,
+            inp.swap_total - Quantity.exact(tp * (1 << 30)),
+        )
+    return compare(
+        HOST_SWAP, f"swap space x {tp} GPUs within {SWAP_LIMIT:.0%} of host RAM", need, inp.cpu_total.scale(SWAP_LIMIT)
+    )

@@ -9,15 +9,14 @@ coin flip into "fits".
 
 from __future__ import annotations
 
-
-from triage.units import GiB, MiB
 from triage.records import Record
+from triage.units import GiB, MiB
 
-PRINTED = "printed"      # read from the log as vLLM/PyTorch printed it
-DERIVED = "derived"      # computed from printed figures
-DEFAULT = "default"      # vLLM's default: the log did not print it
+PRINTED = "printed"  # read from the log as vLLM/PyTorch printed it
+DERIVED = "derived"  # computed from printed figures
+DEFAULT = "default"  # vLLM's default: the log did not print it
 ESTIMATED = "estimated"  # e.g. weights from the parameter count in the model name
-GIVEN = "given"          # a value the user asks about (a flag in what-if or a remedy)
+GIVEN = "given"  # a value the user asks about (a flag in what-if or a remedy)
 
 _WEAKNESS = {GIVEN: 0, PRINTED: 0, DERIVED: 1, DEFAULT: 2, ESTIMATED: 3}
 
@@ -80,15 +79,17 @@ class Quantity(Record, kw_only=False):
 
     def times(self, other: Quantity) -> Quantity:
         """Product of two non-negative intervals."""
-        return Quantity(self.value * other.value, self.lo * other.lo, self.hi * other.hi,
-                        weakest(self.source, other.source))
+        return Quantity(
+            self.value * other.value, self.lo * other.lo, self.hi * other.hi, weakest(self.source, other.source)
+        )
 
     def over(self, other: Quantity) -> Quantity:
         """Quotient of two positive intervals: [lo / other.hi, hi / other.lo]."""
         if other.lo <= 0:
             raise ZeroDivisionError("divisor interval reaches zero")
-        return Quantity(self.value / other.value, self.lo / other.hi, self.hi / other.lo,
-                        weakest(self.source, other.source))
+        return Quantity(
+            self.value / other.value, self.lo / other.hi, self.hi / other.lo, weakest(self.source, other.source)
+        )
 
     def with_source(self, source: str) -> Quantity:
         return Quantity(self.value, self.lo, self.hi, source, self.line)

@@ -14,26 +14,34 @@ from collections.abc import Mapping
 
 from triage.memory import budget, kv
 from triage.memory.checks import FAILS, FITS, Check, overall
-from triage.vllm_flags import apply
-from triage.memory.inputs import (GRAPHS, KERNEL_WARMUP, KV_ALLOC, NO_POOL, OUTSIDE, SAMPLER_WARMUP, SERVING, Config,
-                     MemoryInputs)
+from triage.memory.inputs import (
+    GRAPHS,
+    KERNEL_WARMUP,
+    KV_ALLOC,
+    NO_POOL,
+    OUTSIDE,
+    SAMPLER_WARMUP,
+    SERVING,
+    Config,
+    MemoryInputs,
+)
 from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, estimate_bound, evaluate, reserve, resolve
 from triage.memory.quantities import Quantity
 from triage.records import Record
+from triage.vllm_flags import apply
 
-MAX_UTIL = 0.98        # a budget above this leaves nothing for the driver and graphs
-TOKEN_STEP = 256       # profile batches offered in multiples of this
+MAX_UTIL = 0.98  # a budget above this leaves nothing for the driver and graphs
+TOKEN_STEP = 256  # profile batches offered in multiples of this
 FP8 = "fp8"
 
-_TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE, SERVING: OUTSIDE,
-           KV_ALLOC: OUTSIDE}
+_TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE, SERVING: OUTSIDE, KV_ALLOC: OUTSIDE}
 
 
 class Verification(Record, kw_only=False):
     """What the model says about one set of flags."""
 
     ok: bool
-    target: Check | None     # the check that failed in the log, under the new flags
+    target: Check | None  # the check that failed in the log, under the new flags
     checks: tuple[Check, ...]
 
     @property

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import field, fields, replace
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar, Literal
 
-from triage.version import __version__
 from triage.records import lazy_dataclass
+from triage.version import __version__
 
 SCHEMA_VERSION = 1
 # "recovered": an earlier startup attempt failed and the last one reached ready (additive in
@@ -86,7 +86,7 @@ def _as_float(value: Any) -> Any:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _adapter(cls: type):
     from pydantic import TypeAdapter
 
@@ -240,7 +240,12 @@ def json_schema() -> dict[str, Any]:
     defs = schema.setdefault("$defs", {})
     defs.update(error.pop("$defs", {}))
     defs["BatchError"] = error
-    defs["BatchLine"] = {"anyOf": [{"$ref": "#"}, {"$ref": "#/$defs/BatchError"}],
-                         "description": "One line of `vllm-triage batch --jsonl`: a report, or an error record."}
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": f"https://vllm-triage.invalid/report-v{SCHEMA_VERSION}.schema.json",
-            **schema}
+    defs["BatchLine"] = {
+        "anyOf": [{"$ref": "#"}, {"$ref": "#/$defs/BatchError"}],
+        "description": "One line of `vllm-triage batch --jsonl`: a report, or an error record.",
+    }
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "$id": f"https://vllm-triage.invalid/report-v{SCHEMA_VERSION}.schema.json",
+        **schema,
+    }

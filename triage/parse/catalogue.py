@@ -77,9 +77,17 @@ class Catalogue:
         for line, text in lines:
             e = self.match(text)
             if e is not None:
-                return CatalogueHit(line=line, cause=e["cause"], id=e["id"], exception=e["exception"],
-                                    package=e["package"], source=f"{e['file']}:{e['line']} in {e['function']}",
-                                    first=e["first"], last=e["last"], text=text[:300])
+                return CatalogueHit(
+                    line=line,
+                    cause=e["cause"],
+                    id=e["id"],
+                    exception=e["exception"],
+                    package=e["package"],
+                    source=f"{e['file']}:{e['line']} in {e['function']}",
+                    first=e["first"],
+                    last=e["last"],
+                    text=text[:300],
+                )
         return None
 
 

@@ -9,17 +9,33 @@ import re
 
 # The settings a diagnosis can use, with every spelling vLLM has printed for them.
 KEYS = {
-    "model": "model", "model_tag": "model", "dtype": "dtype", "max_model_len": "max_model_len",
-    "max_seq_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
-    "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size",
-    "quantization": "quantization", "enforce_eager": "enforce_eager",
-    "kv_cache_dtype": "kv_cache_dtype", "gpu_memory_utilization": "gpu_memory_utilization",
-    "max_num_seqs": "max_num_seqs", "max_num_batched_tokens": "max_num_batched_tokens",
-    "block_size": "block_size", "swap_space": "swap_space", "cpu_offload_gb": "cpu_offload_gb",
-    "kv_cache_memory_bytes": "kv_cache_memory_bytes", "kv_cache_memory": "kv_cache_memory_bytes",
-    "trust_remote_code": "trust_remote_code", "served_model_name": "served_model_name",
-    "port": "port", "host": "host", "device": "device", "enable_lora": "enable_lora",
-    "max_seq_len_to_capture": "max_seq_len_to_capture", "limit_mm_per_prompt": "limit_mm_per_prompt",
+    "model": "model",
+    "model_tag": "model",
+    "dtype": "dtype",
+    "max_model_len": "max_model_len",
+    "max_seq_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+    "quantization": "quantization",
+    "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "block_size": "block_size",
+    "swap_space": "swap_space",
+    "cpu_offload_gb": "cpu_offload_gb",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "kv_cache_memory": "kv_cache_memory_bytes",
+    "trust_remote_code": "trust_remote_code",
+    "served_model_name": "served_model_name",
+    "port": "port",
+    "host": "host",
+    "device": "device",
+    "enable_lora": "enable_lora",
+    "max_seq_len_to_capture": "max_seq_len_to_capture",
+    "limit_mm_per_prompt": "limit_mm_per_prompt",
 }
 _PAIR = re.compile(r"""['"]?([A-Za-z_]\w*)['"]?\s*[=:]\s*""")
 _OPEN, _CLOSE = "([{", ")]}"
@@ -64,7 +80,7 @@ def _top_level_pairs(text: str):
 def _pair(chunk: str):
     m = _PAIR.match(chunk.strip())
     if m:
-        yield m.group(1), chunk.strip()[m.end():].strip()
+        yield m.group(1), chunk.strip()[m.end() :].strip()
 
 
 def _scalar(raw: str) -> str | int | float | bool | None:
@@ -78,7 +94,7 @@ def _scalar(raw: str) -> str | int | float | bool | None:
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
         return raw[1:-1]
     if raw.startswith("torch."):
-        return raw[len("torch."):]
+        return raw[len("torch.") :]
     try:
         return int(raw)
     except ValueError:

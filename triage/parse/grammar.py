@@ -44,9 +44,20 @@ def _families() -> tuple[tuple[str, ...], frozenset[str]]:
 START_RULES, AT_START_ONLY = _families()
 # Functions whose call, quoted in a traceback's source line, names the phase (vllm_log.lark's
 # PHASE_CALL lists the same; a test keeps the two equal).
-PHASE_CALLS = ("warmup_kernels", "kernel_warmup", "capture_model", "profile_run", "_dummy_sampler_run",
-               "_dummy_run", "determine_available_memory", "determine_num_available_blocks",
-               "_initialize_kv_caches", "initialize_kv_cache", "load_model", "flashinfer_autotune")
+PHASE_CALLS = (
+    "warmup_kernels",
+    "kernel_warmup",
+    "capture_model",
+    "profile_run",
+    "_dummy_sampler_run",
+    "_dummy_run",
+    "determine_available_memory",
+    "determine_num_available_blocks",
+    "_initialize_kv_caches",
+    "initialize_kv_cache",
+    "load_model",
+    "flashinfer_autotune",
+)
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +129,6 @@ RUN_HEADS: dict[str, str] = {
     "NOT_DIVISIBLE_BY": r"\d",
     "LOADER_HEAD": r"[\w.+\-/]",
 }
-
 
 
 def first_terminals(lark: Lark) -> dict[str, set[str]]:

@@ -11,10 +11,23 @@ from __future__ import annotations
 
 import re
 
-COMPANIONS = frozenset({
-    "flash_attn", "flashinfer", "xformers", "triton", "vllm_flash_attn", "mindie_turbo", "torch_npu",
-    "intel_extension_for_pytorch", "lmcache", "deep_gemm", "tpu_inference", "habana_frameworks", "optimum",
-})
+COMPANIONS = frozenset(
+    {
+        "flash_attn",
+        "flashinfer",
+        "xformers",
+        "triton",
+        "vllm_flash_attn",
+        "mindie_turbo",
+        "torch_npu",
+        "intel_extension_for_pytorch",
+        "lmcache",
+        "deep_gemm",
+        "tpu_inference",
+        "habana_frameworks",
+        "optimum",
+    }
+)
 _PLUGIN = re.compile(r"^vllm_\w+$")
 _SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)")
 

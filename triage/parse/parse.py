@@ -11,33 +11,31 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import lru_cache
+from functools import cache, lru_cache
 
-from triage.parse.log_parser import LarkError, Token, Tree, VisitError
-
+from triage.ingest.lines import Line
+from triage.ingest.periodic import metrics_item
 from triage.model import events as ev
 from triage.model.events.base import KINDS
 from triage.parse.grammar import AT_START_ONLY, PHASE_CALLS, START_RULES, anchor_groups, grammar
-from triage.ingest.lines import Line
-from triage.ingest.periodic import metrics_item
+from triage.parse.log_parser import LarkError, Token, Tree, VisitError
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
 from triage.records import replace
 
 _WS = re.compile(r"\s+")
 # Source lines that still state something: a worker method dispatched by name, a phase call.
-_RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method|"
-                  + "|".join(PHASE_CALLS) + r")\(")
+_RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method|" + "|".join(PHASE_CALLS) + r")\(")
 # Python source quoted under a traceback frame: indented, and a statement, an assignment or a call.
 _SOURCE_CODE = re.compile(
     r"\s{4,}(?:(?:raise|assert|return|yield|if|elif|while|for|with|await|del|logger\.\w+|print)\b"
-    r"|[\w.\[\]]+\s*[-+*/|]?=(?!=)|[\w.]+\(|[frb]?[\"'])")
+    r"|[\w.\[\]]+\s*[-+*/|]?=(?!=)|[\w.]+\(|[frb]?[\"'])"
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
 MAX_ANCHORS_PER_RULE = 3
 MAX_ANCHORS_PER_LINE = 64
 NEAR_END = 60  # a parse error this close to the end means the line was cut, not that it is another message
-
 
 
 def _anchor_candidates(text: str) -> list[tuple[int, tuple[int, ...]]]:
@@ -61,7 +59,7 @@ def _anchor_candidates(text: str) -> list[tuple[int, tuple[int, ...]]]:
 
 def _search(text: str, pos: int, candidates: list[tuple[int, tuple[int, ...]]]) -> re.Match[str] | None:
     """`anchors()[0].search(text, pos)`, trying only candidate positions and groups."""
-    for p, orders in candidates[bisect_left(candidates, (pos,)):]:
+    for p, orders in candidates[bisect_left(candidates, (pos,)) :]:
         for order in orders:
             m = _group_pattern(order).match(text, p)
             if m:
@@ -69,10 +67,9 @@ def _search(text: str, pos: int, candidates: list[tuple[int, tuple[int, ...]]]) 
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _group_pattern(order: int) -> re.Pattern[str]:
     return re.compile(anchor_groups()[0][order][2])
-
 
 
 def normalise(text: str) -> str:
@@ -200,12 +197,17 @@ def _simple_rules() -> dict[str, tuple[str, str, str, bool, bool]]:
         (head,) = next(iter(heads)) or ("",)
         if head.startswith("_") or head not in terminals or head == "TAIL":
             continue
-        out[rule] = (terminals[head].pattern.to_regexp(), head, next(iter(aliases)) or rule,
-                     ("TAIL",) in tails, () in tails)
+        out[rule] = (
+            terminals[head].pattern.to_regexp(),
+            head,
+            next(iter(aliases)) or rule,
+            ("TAIL",) in tails,
+            () in tails,
+        )
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(regexp: str) -> re.Pattern[str]:
     return re.compile(regexp)
 
@@ -237,7 +239,7 @@ def _quick_tree(rule: str, text: str) -> Tree | None:
     m = _compiled(regexp).match(text)
     if m is None:
         return None
-    rest = text[m.end():].lstrip(" ")
+    rest = text[m.end() :].lstrip(" ")
     if rest and with_tail:
         return Tree(name, [Token(head, m.group()), Token("TAIL", rest)])
     if not rest and bare:
@@ -272,5 +274,3 @@ def _build(item: dict, line: Line, truncated: bool) -> ev.Event:
 
 
 EVENT_TYPES: dict[str, type[ev.Event]] = KINDS  # every event class, by its kind (base.event fills it)
-
-

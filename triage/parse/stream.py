@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from triage.model import events as ev
 from triage.ingest.lines import REQUEST_LOG_PREFIXES, Line, peel, starts_record
 from triage.ingest.scan import Marked
+from triage.model import events as ev
 from triage.parse.parse import parse_line_detail
 from triage.parse.sysinfo import BundleReader
 
@@ -102,8 +102,9 @@ def line_events(marked: Iterable[Marked], clean: Redactor | None = None) -> Iter
         yield held[1], held[2]
 
 
-def _table_rows(no: int, rows: list[str], clean: Redactor | None,
-                reader: BundleReader) -> Iterator[tuple[Line, list[ev.Event]]]:
+def _table_rows(
+    no: int, rows: list[str], clean: Redactor | None, reader: BundleReader
+) -> Iterator[tuple[Line, list[ev.Event]]]:
     """A block of table rows: the largest and the last read whole, the others counted and summed
     by one pattern (`BundleReader.tally`); every row read whole when the pattern does not fit."""
     tally = reader.tally(rows)

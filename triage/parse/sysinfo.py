@@ -13,15 +13,31 @@ import heapq
 import re
 from functools import lru_cache
 
-from triage.model import events as ev
 from triage.ingest.lines import Line
+from triage.model import events as ev
 from triage.patterns import LazyPattern
 from triage.units import MiB
 
 # Literal words one of which every line this module reads contains (the cheap prefilter).
-WORDS = ("MiB", "NVIDIA-SMI", "Driver Version", "/dev/nvidia", "PyTorch version:", "vLLM Version:",
-         "Nvidia driver version:", "CUDA used to build PyTorch:", "GPU models and configuration:", "memory.total",
-         "used_memory", "used_gpu_memory", "GPU 0:", "GPU 1:", "GPU 2:", "GPU 3:", "00000000:")
+WORDS = (
+    "MiB",
+    "NVIDIA-SMI",
+    "Driver Version",
+    "/dev/nvidia",
+    "PyTorch version:",
+    "vLLM Version:",
+    "Nvidia driver version:",
+    "CUDA used to build PyTorch:",
+    "GPU models and configuration:",
+    "memory.total",
+    "used_memory",
+    "used_gpu_memory",
+    "GPU 0:",
+    "GPU 1:",
+    "GPU 2:",
+    "GPU 3:",
+    "00000000:",
+)
 
 # The readers' patterns are compiled on first use (most logs carry no nvidia-smi output).
 _SMI_HEADER = LazyPattern(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s+(\S+)(?:\s+CUDA Version:\s+(\S+))?")
@@ -33,11 +49,15 @@ _SMI_GPU = LazyPattern(r"^\|\s+(\d+)\s+(\S.*?)(?<=\S)\s+(?:On|Off)\s+\|")
 _SMI_MEMORY = LazyPattern(r"\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|")
 _SMI_PROCESS = LazyPattern(
     r"^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C|G|C\+G|M|M\+C)\s+(\S.*?)(?<=\S)\s+"
-    r"(\d+|N/A)(?:MiB)?\s+\|")
+    r"(\d+|N/A)(?:MiB)?\s+\|"
+)
 _FUSER = LazyPattern(r"^(?:/dev/nvidia[\w-]*:)?\s+(\S+)\s+(\d+)\s+[FfmMrRcCeE.]{4,6}\s+(\S+)")
 _ENV = {
-    "PyTorch version:": "torch_version", "vLLM Version:": "vllm_version", "Nvidia driver version:": "driver_version",
-    "CUDA used to build PyTorch:": "torch_cuda_version", "CUDA runtime version:": "cuda_runtime_version",
+    "PyTorch version:": "torch_version",
+    "vLLM Version:": "vllm_version",
+    "Nvidia driver version:": "driver_version",
+    "CUDA used to build PyTorch:": "torch_cuda_version",
+    "CUDA runtime version:": "cuda_runtime_version",
 }
 _ENV_GPU = LazyPattern(r"^GPU (\d+): (.+?)(?: \(UUID[^()]*\))?$")
 KEPT_ROWS = 32  # rows of a block of process rows read whole (the largest): a report lists 16
@@ -60,7 +80,11 @@ class BundleReader:
         # nvidia-smi's table readers need its header words or a `|`: a CSV row of a long process
         # list skips them (each a regex), it is what such a list is made of
         table = "|" in text or "NVIDIA-SMI" in text
-        for reader in (self._smi_header, self._smi_gpu, self._smi_process) * table + (self._csv, self._fuser, self._env):
+        for reader in (self._smi_header, self._smi_gpu, self._smi_process) * table + (
+            self._csv,
+            self._fuser,
+            self._env,
+        ):
             try:
                 made = reader(text, where)
             except (ValueError, ArithmeticError):  # a figure of 5000 digits, or out of range: not evidence
@@ -102,8 +126,7 @@ class BundleReader:
         if not m or self.gpu_index is None:
             return None
         used, total = int(m.group(1)) * MiB, int(m.group(2)) * MiB
-        gpu = ev.GpuInfo(**where, index=self.gpu_index, name=self.gpu_name, total=total, used=used,
-                         free=total - used)
+        gpu = ev.GpuInfo(**where, index=self.gpu_index, name=self.gpu_name, total=total, used=used, free=total - used)
         self.gpu_index = None
         return [gpu]
 
@@ -112,8 +135,7 @@ class BundleReader:
         if not m:
             return None
         nbytes = int(m.group(5)) * MiB if m.group(5).isdigit() else None
-        return [ev.GpuProcess(**where, gpu=int(m.group(1)), pid=int(m.group(2)), name=m.group(4).strip(),
-                              bytes=nbytes)]
+        return [ev.GpuProcess(**where, gpu=int(m.group(1)), pid=int(m.group(2)), name=m.group(4).strip(), bytes=nbytes)]
 
     def _csv(self, text: str, where: dict) -> list[ev.Event] | None:
         if "memory.total" in text or "used_memory" in text or "used_gpu_memory" in text:
@@ -126,15 +148,24 @@ class BundleReader:
             used = _mib(row.get("used_memory") or row.get("used_gpu_memory"))
             if not row["pid"].isdigit():
                 return None
-            return [ev.GpuProcess(**where, pid=int(row["pid"]), name=row.get("process_name") or row.get("name"),
-                                  bytes=used)]
+            return [
+                ev.GpuProcess(**where, pid=int(row["pid"]), name=row.get("process_name") or row.get("name"), bytes=used)
+            ]
         total = _mib(row.get("memory.total"))
         if total is None:
             return None
         used, free = _mib(row.get("memory.used")), _mib(row.get("memory.free"))
         index = row.get("index")
-        out: list[ev.Event] = [ev.GpuInfo(**where, index=int(index) if index and index.isdigit() else None,
-                                          name=row.get("name"), total=total, used=used, free=free)]
+        out: list[ev.Event] = [
+            ev.GpuInfo(
+                **where,
+                index=int(index) if index and index.isdigit() else None,
+                name=row.get("name"),
+                total=total,
+                used=used,
+                free=free,
+            )
+        ]
         if row.get("driver_version"):
             out.append(ev.SystemInfo(**where, driver_version=row["driver_version"]))
         return out
@@ -155,7 +186,7 @@ class BundleReader:
     def _env(self, text: str, where: dict) -> list[ev.Event] | None:
         for key, field in _ENV.items():
             if text.startswith(key):
-                value = text[len(key):].strip()
+                value = text[len(key) :].strip()
                 if field == "vllm_version":
                     return [ev.EngineConfig(**where, source="env", version=value.lstrip("v"))]
                 return [ev.SystemInfo(**where, **{field: value})]  # type: ignore[arg-type]
@@ -188,4 +219,3 @@ def _mib(value: str | None) -> int | None:
         return None
     m = _MIB.match(value)
     return int(float(m.group(1)) * MiB) if m else None
-

@@ -37,8 +37,12 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "cuda_graph_estimate", "bytes": parse_size(size)}
 
     def graph_advice(self, current, equivalent, suggested, tail=None):
-        return {"kind": "cuda_graph_advice", "current": num(current), "equivalent": num(equivalent),
-                "suggested": num(suggested)}
+        return {
+            "kind": "cuda_graph_advice",
+            "current": num(current),
+            "equivalent": num(equivalent),
+            "suggested": num(suggested),
+        }
 
     def graph_unprofiled(self, tail=None):
         # "... increasing --gpu-memory-utilization from U to S." ends the warning
@@ -57,9 +61,10 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "load_model_oom"}
 
     def encoder_budget(self, tokens, items, modality, tail=None):
-        return [{"kind": "encoder_cache_budget", "tokens": whole(tokens), "items": whole(items),
-                 "modality": str(modality)},
-                {"kind": "phase", "phase": "profiling", "what": "multimodal encoder profiling"}]
+        return [
+            {"kind": "encoder_cache_budget", "tokens": whole(tokens), "items": whole(items), "modality": str(modality)},
+            {"kind": "phase", "phase": "profiling", "what": "multimodal encoder profiling"},
+        ]
 
     def profile_start(self, head, tail=None):
         return {"kind": "phase", "phase": "profiling", "what": str(head)}
@@ -72,8 +77,12 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return out
 
     def swap(self, head, swap, total, tail=None):
-        return {"kind": "swap_space", "swap": parse_size(swap), "cpu_total": parse_size(total),
-                "is_error": str(head).startswith("Too")}
+        return {
+            "kind": "swap_space",
+            "swap": parse_size(swap),
+            "cpu_total": parse_size(total),
+            "is_error": str(head).startswith("Too"),
+        }
 
     def ready(self, head, tail=None):
         return {"kind": "ready", "what": str(head)}
@@ -128,12 +137,16 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "process_died", "name": name, "exit_code": int(code), "wrapper": "worker died"}
 
     def worker_exception(self, name, method, tail=None):
-        return {"kind": "process_died", "name": str(name), "method": str(method),
-                "wrapper": "exception in worker"}
+        return {"kind": "process_died", "name": str(name), "method": str(method), "wrapper": "exception in worker"}
 
     def failed_procs(self, procs, tail=None):
         codes = [int(c) for c in re.findall(r":\s*(-?\d+)", str(procs))]
-        return {"kind": "process_died", "name": str(procs), "exit_code": codes[0] if codes else None,
-                "wrapper": "Failed core proc(s)"}
+        return {
+            "kind": "process_died",
+            "name": str(procs),
+            "exit_code": codes[0] if codes else None,
+            "wrapper": "Failed core proc(s)",
+        }
+
 
 TRANSFORMER = ToEvents()

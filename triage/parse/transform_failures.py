@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from triage.parse.log_parser import Token, Transformer
-
 from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
 
@@ -54,8 +53,12 @@ class FailureEvents(Transformer):
         archs = tuple(re.findall(r"'([^']+)'", str(names)))
         rest = str(tail or "")
         listed = "upported architectures" in rest and any(f"'{a}'" in rest for a in archs)
-        return {"kind": "architecture_unsupported", "architectures": archs, "listed": listed,
-                "inspect_failed": "inspected" in str(verb)}
+        return {
+            "kind": "architecture_unsupported",
+            "architectures": archs,
+            "listed": listed,
+            "inspect_failed": "inspected" in str(verb),
+        }
 
     def arch_no_impl(self, head, tail=None):
         name = re.match(r"(?:Cannot find model module\. )?'?([\w.]+)", str(head))
@@ -70,13 +73,21 @@ class FailureEvents(Transformer):
 
     def divisibility(self, head, tail=None):
         a, b = re.findall(r"\d+", str(head))[:2]
-        return {"kind": "not_divisible", "what": "units (heads, layers or experts)", "total": whole(a),
-                "size": whole(b), "parallel": "tensor"}
+        return {
+            "kind": "not_divisible",
+            "what": "units (heads, layers or experts)",
+            "total": whole(a),
+            "size": whole(b),
+            "parallel": "tensor",
+        }
 
     def dtype_for_quant(self, head, method, tail=None):
-        dtype = str(head).split()[0][len("torch."):]
-        return {"kind": "capability_too_low", "feature": f"{dtype} with quantization {str(method).rstrip('.')}",
-                "required": None}
+        dtype = str(head).split()[0][len("torch.") :]
+        return {
+            "kind": "capability_too_low",
+            "feature": f"{dtype} with quantization {str(method).rstrip('.')}",
+            "required": None,
+        }
 
     def dist_init(self, head, tail=None):
         return {"kind": "nccl_error", "problem": f"distributed init failed ({head})"}
@@ -91,8 +102,12 @@ class FailureEvents(Transformer):
         if value.startswith("7/") and how == "killed":
             return {"kind": "killed", "signal": "SIGBUS"}
         number = int(value.split("/")[0])
-        return {"kind": "process_died", "name": "main process (systemd)",
-                "exit_code": -number if how == "killed" else number, "wrapper": f"systemd: {how}"}
+        return {
+            "kind": "process_died",
+            "name": "main process (systemd)",
+            "exit_code": -number if how == "killed" else number,
+            "wrapper": f"systemd: {how}",
+        }
 
     def systemd_oom(self, tail=None):
         return {"kind": "host_memory_problem", "problem": "systemd: the kernel OOM killer killed a process of the unit"}
@@ -105,8 +120,12 @@ class FailureEvents(Transformer):
         return {"kind": "rank_assigned", "world": whole(world), "pp_rank": whole(pp), "tp_rank": whole(ints[-1])}
 
     def world_size(self, world, gpus, tail=None):
-        return {"kind": "not_enough_gpus", "required": whole(world), "available": whole(gpus),
-                "detail": f"world size {world} is larger than the {gpus} GPUs available in this node"}
+        return {
+            "kind": "not_enough_gpus",
+            "required": whole(world),
+            "available": whole(gpus),
+            "detail": f"world size {world} is larger than the {gpus} GPUs available in this node",
+        }
 
     def exit_status(self, tok):
         text = str(tok)
@@ -114,16 +133,26 @@ class FailureEvents(Transformer):
 
     def not_divisible(self, what, total, by, size, tail=None):
         parallel = str(by).split()[0].lower()
-        return {"kind": "not_divisible", "what": str(what), "total": whole(total), "size": whole(size),
-                "parallel": parallel}
+        return {
+            "kind": "not_divisible",
+            "what": str(what),
+            "total": whole(total),
+            "size": whole(size),
+            "parallel": parallel,
+        }
 
     def not_enough_gpus(self, head, tail=None):
         return {"kind": "not_enough_gpus", "detail": str(head)}
 
     def bf16_capability(self, required, *rest):
         has = next((r for r in rest if isinstance(r, tuple)), (None, None))
-        return {"kind": "capability_too_low", "feature": "bfloat16", "required": str(required),
-                "gpu": has[0], "capability": has[1]}
+        return {
+            "kind": "capability_too_low",
+            "feature": "bfloat16",
+            "required": str(required),
+            "gpu": has[0],
+            "capability": has[1],
+        }
 
     def gpu_has(self, name, cap):
         return (str(name).strip(), str(cap))
@@ -133,14 +162,21 @@ class FailureEvents(Transformer):
 
     def quant_capability(self, method, *rest):
         caps = [str(r) for r in rest if isinstance(r, Token) and r.type == "INT"]
-        return {"kind": "capability_too_low", "feature": f"quantization {method}",
-                "required": _cap(caps[0]) if caps else None, "capability": _cap(caps[1]) if len(caps) > 1 else None}
+        return {
+            "kind": "capability_too_low",
+            "feature": f"quantization {method}",
+            "required": _cap(caps[0]) if caps else None,
+            "capability": _cap(caps[1]) if len(caps) > 1 else None,
+        }
 
     def driver(self, head, tail=None):
         text = str(head)
         found = re.search(r"found version (\d+)", str(tail or ""))
-        return {"kind": "driver_problem", "problem": _DRIVER_PROBLEMS.get(text, text),
-                "found": found.group(1) if found else None}
+        return {
+            "kind": "driver_problem",
+            "problem": _DRIVER_PROBLEMS.get(text, text),
+            "found": found.group(1) if found else None,
+        }
 
     def nccl(self, head, tail=None):
         return {"kind": "nccl_error", "problem": _nccl_problem(str(tail or ""))}
@@ -153,8 +189,13 @@ class FailureEvents(Transformer):
         timeout = re.search(r"Timeout\(ms\)=(\d+)", text)
         seq = re.search(r"SeqNum=(\d+)", text)
         op = re.search(r"OpType=(\w+)", text)
-        return {"kind": "nccl_error", "problem": "watchdog timeout", "timeout_ms": whole(timeout.group(1)) if timeout else None,
-                "seq": whole(seq.group(1)) if seq else None, "op": op.group(1) if op else None}
+        return {
+            "kind": "nccl_error",
+            "problem": "watchdog timeout",
+            "timeout_ms": whole(timeout.group(1)) if timeout else None,
+            "seq": whole(seq.group(1)) if seq else None,
+            "op": op.group(1) if op else None,
+        }
 
     def shm(self, head, tail=None):
         text, rest = str(head), str(tail or "")
@@ -163,20 +204,31 @@ class FailureEvents(Transformer):
             return {"kind": "disk_full", "problem": "no space left on device", "path": path.group(1) if path else None}
         path = re.search(r"(/dev/shm/\S+)", rest)
         size = re.search(r"\(size (\d+)\)|to (\d+) bytes|only (\d+) bytes", rest)
-        return {"kind": "shm_problem", "problem": _SHM_PROBLEMS.get(text, text), "path": path.group(1) if path else None,
-                "size": whole(next(g for g in size.groups() if g)) if size else None}
+        return {
+            "kind": "shm_problem",
+            "problem": _SHM_PROBLEMS.get(text, text),
+            "path": path.group(1) if path else None,
+            "size": whole(next(g for g in size.groups() if g)) if size else None,
+        }
 
     def host_memory(self, head, tail=None):
         text, rest = str(head), str(tail or "")
         if text == "unable to mmap" and "Cannot allocate memory" not in rest:
             raise ValueError("an mmap that failed for another reason (a missing file, a file system)")
-        out = {"kind": "host_memory_problem", "problem": _HOST_PROBLEMS.get(text, text),
-               "generic": text.startswith("A worker died")}
-        m = re.search(r"was (\d+(?:\.\d+)?)GB / (\d+(?:\.\d+)?)GB \((\d+(?:\.\d+)?)\), which exceeds the memory "
-                      r"usage threshold of (\d+(?:\.\d+)?)", rest)
+        out = {
+            "kind": "host_memory_problem",
+            "problem": _HOST_PROBLEMS.get(text, text),
+            "generic": text.startswith("A worker died"),
+        }
+        m = re.search(
+            r"was (\d+(?:\.\d+)?)GB / (\d+(?:\.\d+)?)GB \((\d+(?:\.\d+)?)\), which exceeds the memory "
+            r"usage threshold of (\d+(?:\.\d+)?)",
+            rest,
+        )
         if m:
-            out.update(used=parse_size(m.group(1) + "GB"), total=parse_size(m.group(2) + "GB"),
-                       threshold=float(m.group(4)))
+            out.update(
+                used=parse_size(m.group(1) + "GB"), total=parse_size(m.group(2) + "GB"), threshold=float(m.group(4))
+            )
         return out
 
     def killed(self, _tok):
@@ -200,8 +252,11 @@ class FailureEvents(Transformer):
         return {"kind": "usage_error", "message": str(tail or "")[:300]}
 
 
-_CRASH_SIGNALS = (("Segmentation fault", "SIGSEGV"), ("Illegal instruction", "SIGILL"),
-                  ("Floating point exception", "SIGFPE"))
+_CRASH_SIGNALS = (
+    ("Segmentation fault", "SIGSEGV"),
+    ("Illegal instruction", "SIGILL"),
+    ("Floating point exception", "SIGFPE"),
+)
 
 _DRIVER_PROBLEMS = {
     "no kernel image is available for execution on the device": "no kernel image for this GPU",
@@ -214,32 +269,51 @@ _DRIVER_PROBLEMS = {
     "Failed to initialize NVML: Driver/library version mismatch": "driver and NVML library versions differ (reboot or reload the driver)",  # noqa: E501
     "nvidia-container-cli: requirement error: unsatisfied condition": "the image needs a newer CUDA than the host driver supports (driver too old)",  # noqa: E501
 }
-_NCCL_CODES = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
-               "ncclInternalError": "internal error", "ncclRemoteError": "remote process exited",
-               "ncclInvalidUsage": "invalid usage", "ncclInvalidArgument": "invalid argument"}
-_SHM_PROBLEMS = {"Error while creating shared memory segment": "cannot create an NCCL shared-memory segment",
-                 "failed to extend /dev/shm": "cannot extend an NCCL shared-memory segment",
-                 "No space left on device": "no space left on /dev/shm",
-                 "unable to write to file </torch_": "PyTorch could not write a shared-memory file in /dev/shm",
-                 "Fatal Python error: Bus error": "bus error",
-                 "SIGBUS received": "bus error", "Bus error (core dumped)": "bus error",
-                 "/dev/shm has only": "small /dev/shm"}
-_HOST_PROBLEMS = {"A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
-                  "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",
-                  "Memory on the node": "Ray memory monitor threshold exceeded",
-                  "killed by SIGKILL by OOM killer": "killed by the OOM killer",
-                  "OOM-killed": "container OOM-killed", "OOMKilled": "container OOM-killed",
-                  "Out of memory: Killed process": "kernel OOM killer", "oom-kill": "kernel OOM killer",
-                  "unable to mmap": "mapping a file into host memory failed: Cannot allocate memory (ENOMEM)",
-                  "[Errno 12] Cannot allocate memory": "the host refused an allocation (ENOMEM)",
-                  "Cannot allocate memory (os error 12)": "the host refused an allocation (ENOMEM)",
-                  "killed due to memory pressure (OOM)": "Ray's raylet killed workers under memory pressure",
-                  "were killed due to the node running low on memory": "Ray killed workers: node low on memory"}
+_NCCL_CODES = {
+    "ncclSystemError": "unhandled system error",
+    "ncclUnhandledCudaError": "unhandled cuda error",
+    "ncclInternalError": "internal error",
+    "ncclRemoteError": "remote process exited",
+    "ncclInvalidUsage": "invalid usage",
+    "ncclInvalidArgument": "invalid argument",
+}
+_SHM_PROBLEMS = {
+    "Error while creating shared memory segment": "cannot create an NCCL shared-memory segment",
+    "failed to extend /dev/shm": "cannot extend an NCCL shared-memory segment",
+    "No space left on device": "no space left on /dev/shm",
+    "unable to write to file </torch_": "PyTorch could not write a shared-memory file in /dev/shm",
+    "Fatal Python error: Bus error": "bus error",
+    "SIGBUS received": "bus error",
+    "Bus error (core dumped)": "bus error",
+    "/dev/shm has only": "small /dev/shm",
+}
+_HOST_PROBLEMS = {
+    "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
+    "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",
+    "Memory on the node": "Ray memory monitor threshold exceeded",
+    "killed by SIGKILL by OOM killer": "killed by the OOM killer",
+    "OOM-killed": "container OOM-killed",
+    "OOMKilled": "container OOM-killed",
+    "Out of memory: Killed process": "kernel OOM killer",
+    "oom-kill": "kernel OOM killer",
+    "unable to mmap": "mapping a file into host memory failed: Cannot allocate memory (ENOMEM)",
+    "[Errno 12] Cannot allocate memory": "the host refused an allocation (ENOMEM)",
+    "Cannot allocate memory (os error 12)": "the host refused an allocation (ENOMEM)",
+    "killed due to memory pressure (OOM)": "Ray's raylet killed workers under memory pressure",
+    "were killed due to the node running low on memory": "Ray killed workers: node low on memory",
+}
 
 
 def _nccl_problem(text: str) -> str:
-    for key in ("unhandled system error", "unhandled cuda error", "internal error", "remote process exited",
-                "invalid usage", "invalid argument", "timeout"):
+    for key in (
+        "unhandled system error",
+        "unhandled cuda error",
+        "internal error",
+        "remote process exited",
+        "invalid usage",
+        "invalid argument",
+        "timeout",
+    ):
         if key in text:
             return key
     return text.split("(")[0].strip()[:80] or "NCCL error"

@@ -12,70 +12,144 @@ from __future__ import annotations
 import re
 
 from triage.parse.log_parser import Transformer
-
 from triage.parse.transform_common import inline_children
 from triage.units import parse_size
 
 # (key, family, texts as the runtime prints them, enum names without their prefix): errors.md §2.2, §2.5
 _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("illegal_address", "runtime_fault", ("an illegal memory access was encountered",), ("IllegalAddress", "ILLEGAL_ADDRESS")),
+    (
+        "illegal_address",
+        "runtime_fault",
+        ("an illegal memory access was encountered",),
+        ("IllegalAddress", "ILLEGAL_ADDRESS"),
+    ),
     ("device_assert", "runtime_fault", ("device-side assert triggered",), ("Assert", "ASSERT")),
     ("launch_failure", "runtime_fault", ("unspecified launch failure",), ("LaunchFailure", "LAUNCH_FAILED")),
-    ("launch_out_of_resources", "runtime_fault", ("too many resources requested for launch",),
-     ("LaunchOutOfResources", "LAUNCH_OUT_OF_RESOURCES")),
-    ("illegal_instruction", "runtime_fault", ("an illegal instruction was encountered",),
-     ("IllegalInstruction", "ILLEGAL_INSTRUCTION")),
+    (
+        "launch_out_of_resources",
+        "runtime_fault",
+        ("too many resources requested for launch",),
+        ("LaunchOutOfResources", "LAUNCH_OUT_OF_RESOURCES"),
+    ),
+    (
+        "illegal_instruction",
+        "runtime_fault",
+        ("an illegal instruction was encountered",),
+        ("IllegalInstruction", "ILLEGAL_INSTRUCTION"),
+    ),
     ("misaligned_address", "runtime_fault", ("misaligned address",), ("MisalignedAddress", "MISALIGNED_ADDRESS")),
     ("memory_access_fault", "runtime_fault", ("Memory access fault by GPU node",), ()),
-    ("ecc_uncorrectable", "runtime_fault", ("uncorrectable ECC error encountered",),
-     ("ECCUncorrectable", "ECCNotCorrectable", "ECC_UNCORRECTABLE")),
+    (
+        "ecc_uncorrectable",
+        "runtime_fault",
+        ("uncorrectable ECC error encountered",),
+        ("ECCUncorrectable", "ECCNotCorrectable", "ECC_UNCORRECTABLE"),
+    ),
     ("nvlink_uncorrectable", "runtime_fault", ("uncorrectable NVLink error",), ("NvlinkUncorrectable",)),
     ("gpu_lost", "runtime_fault", ("GPU has fallen off the bus", "NVMLError_GpuIsLost", "GPU is lost"), ()),
     ("xid", "runtime_fault", ("NVRM: Xid",), ()),
     ("invalid_argument", "runtime_fault", ("invalid argument",), ("InvalidValue", "INVALID_VALUE")),
-    ("no_kernel_image", "build_mismatch", ("no kernel image is available for execution on the device",),
-     ("NoKernelImageForDevice", "NoBinaryForGpu", "NO_BINARY_FOR_GPU")),
+    (
+        "no_kernel_image",
+        "build_mismatch",
+        ("no kernel image is available for execution on the device",),
+        ("NoKernelImageForDevice", "NoBinaryForGpu", "NO_BINARY_FOR_GPU"),
+    ),
     ("invalid_device_function", "build_mismatch", ("invalid device function",), ("InvalidDeviceFunction",)),
-    ("invalid_kernel_image", "build_mismatch", ("device kernel image is invalid", "invalid kernel file"),
-     ("InvalidKernelImage", "InvalidImage", "INVALID_IMAGE", "InvalidKernelFile")),
+    (
+        "invalid_kernel_image",
+        "build_mismatch",
+        ("device kernel image is invalid", "invalid kernel file"),
+        ("InvalidKernelImage", "InvalidImage", "INVALID_IMAGE", "InvalidKernelFile"),
+    ),
     ("invalid_ptx", "build_mismatch", ("a PTX JIT compilation failed",), ("InvalidPtx", "INVALID_PTX")),
-    ("unsupported_ptx", "build_mismatch", ("the provided PTX was compiled with an unsupported toolchain",),
-     ("UnsupportedPtxVersion", "UNSUPPORTED_PTX_VERSION")),
-    ("insufficient_driver", "build_mismatch", ("driver version is insufficient for", "is not supported in the installed CUDA driver"),
-     ("InsufficientDriver", "CallRequiresNewerDriver")),
+    (
+        "unsupported_ptx",
+        "build_mismatch",
+        ("the provided PTX was compiled with an unsupported toolchain",),
+        ("UnsupportedPtxVersion", "UNSUPPORTED_PTX_VERSION"),
+    ),
+    (
+        "insufficient_driver",
+        "build_mismatch",
+        ("driver version is insufficient for", "is not supported in the installed CUDA driver"),
+        ("InsufficientDriver", "CallRequiresNewerDriver"),
+    ),
     ("stub_library", "build_mismatch", ("CUDA driver is a stub library",), ("StubLibrary", "STUB_LIBRARY")),
-    ("driver_mismatch", "build_mismatch", ("unsupported display driver / cuda driver combination",),
-     ("SystemDriverMismatch", "SYSTEM_DRIVER_MISMATCH")),
-    ("compat_not_supported", "build_mismatch", ("forward compatibility was attempted on non supported HW",),
-     ("CompatNotSupportedOnDevice", "COMPAT_NOT_SUPPORTED_ON_DEVICE")),
+    (
+        "driver_mismatch",
+        "build_mismatch",
+        ("unsupported display driver / cuda driver combination",),
+        ("SystemDriverMismatch", "SYSTEM_DRIVER_MISMATCH"),
+    ),
+    (
+        "compat_not_supported",
+        "build_mismatch",
+        ("forward compatibility was attempted on non supported HW",),
+        ("CompatNotSupportedOnDevice", "COMPAT_NOT_SUPPORTED_ON_DEVICE"),
+    ),
     ("system_not_ready", "build_mismatch", ("system not yet initialized",), ("SystemNotReady", "SYSTEM_NOT_READY")),
     ("shared_object_init", "build_mismatch", ("shared object initialization failed",), ("SharedObjectInitFailed",)),
-    ("no_device", "not_visible", ("no CUDA-capable device is detected", "no ROCm-capable device is detected"),
-     ("NoDevice", "NO_DEVICE")),
+    (
+        "no_device",
+        "not_visible",
+        ("no CUDA-capable device is detected", "no ROCm-capable device is detected"),
+        ("NoDevice", "NO_DEVICE"),
+    ),
     ("devices_unavailable", "not_visible", ("busy or unavailable",), ("DevicesUnavailable", "DEVICE_UNAVAILABLE")),
-    ("initialization_error", "not_visible", ("initialization error",), ("InitializationError", "NotInitialized",
-                                                                         "NOT_INITIALIZED")),
+    (
+        "initialization_error",
+        "not_visible",
+        ("initialization error",),
+        ("InitializationError", "NotInitialized", "NOT_INITIALIZED"),
+    ),
     ("invalid_device_ordinal", "ordinal", ("invalid device ordinal",), ("InvalidDevice", "INVALID_DEVICE")),
-    ("peer_access", "peer_access", ("peer access is not supported between these two devices",),
-     ("PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")),
+    (
+        "peer_access",
+        "peer_access",
+        ("peer access is not supported between these two devices",),
+        ("PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED"),
+    ),
     ("not_supported", "other", ("operation not supported",), ("NotSupported", "NOT_SUPPORTED")),
     ("unknown", "other", ("unknown error",), ("Unknown", "UNKNOWN")),
 )
 _TEARDOWN = ("driver shutting down", "Deinitialized", "CudartUnloading", "DEINITIALIZED")
 _OOM_TEXTS = ("out of memory", "OutOfMemory", "MemoryAllocation", "OUT_OF_MEMORY")
-_PLATFORMS = {"CUDA": "CUDA", "HIP": "HIP", "Hip": "HIP", "XPU": "XPU", "NPU": "NPU", "Triton": "CUDA",
-              "Cuda": "CUDA", "Memory": "HIP", "NVRM:": "CUDA", "GPU": "CUDA", "NVMLError": "CUDA"}
+_PLATFORMS = {
+    "CUDA": "CUDA",
+    "HIP": "HIP",
+    "Hip": "HIP",
+    "XPU": "XPU",
+    "NPU": "NPU",
+    "Triton": "CUDA",
+    "Cuda": "CUDA",
+    "Memory": "HIP",
+    "NVRM:": "CUDA",
+    "GPU": "CUDA",
+    "NVMLError": "CUDA",
+}
 _HEAD_IN_TEXT = ("memory_access_fault", "xid", "gpu_lost")  # errors whose head is part of what they say
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so", "libnvidia-", "libhsa-runtime", "libamdhip64.so")
-_CACHE_WORDS = ("cache", "huggingface", "hf_home", "triton", "inductor", "flashinfer", "/tmp", "torch_extensions",
-                "/.config", "/.local")
+_CACHE_WORDS = (
+    "cache",
+    "huggingface",
+    "hf_home",
+    "triton",
+    "inductor",
+    "flashinfer",
+    "/tmp",
+    "torch_extensions",
+    "/.config",
+    "/.local",
+)
 
 
 def _device_key(text: str) -> tuple[str, str] | None:
     """(key, family) of a runtime error text or enum name; None when it is not a device error."""
     for key, family, texts, names in _DEVICE_ERRORS:
-        if any(t in text for t in texts) or any(re.search(rf"(?:cudaError|hipError|CUDA_ERROR_){n}\b", text)
-                                                for n in names):
+        if any(t in text for t in texts) or any(
+            re.search(rf"(?:cudaError|hipError|CUDA_ERROR_){n}\b", text) for n in names
+        ):
             return key, family
     return None
 
@@ -104,8 +178,13 @@ class LayerEvents(Transformer):
         if found is None:
             raise ValueError("a device error this table does not know")
         key, family = found
-        return {"kind": "device_error", "platform": platform, "error": key, "family": family,
-                "text": (head_text + " " + message).strip()[:300] if key in _HEAD_IN_TEXT else message[:300]}
+        return {
+            "kind": "device_error",
+            "platform": platform,
+            "error": key,
+            "family": family,
+            "text": (head_text + " " + message).strip()[:300] if key in _HEAD_IN_TEXT else message[:300],
+        }
 
     def loader(self, head, tail=None):
         text, rest = str(head), str(tail or "")
@@ -126,20 +205,32 @@ class LayerEvents(Transformer):
             name = required.group(1).rsplit("/", 1)[-1] if required else None
         words = rest.lstrip(": ").split()
         symbol = words[0] if problem == "undefined symbol" and words else None
-        return {"kind": "loader_error", "problem": problem, "library": name, "symbol": symbol[:200] if symbol else None,
-                "driver": bool(name) and name.startswith(_DRIVER_LIBS) and problem == "missing shared library"}
+        return {
+            "kind": "loader_error",
+            "problem": problem,
+            "library": name,
+            "symbol": symbol[:200] if symbol else None,
+            "driver": bool(name) and name.startswith(_DRIVER_LIBS) and problem == "missing shared library",
+        }
 
     def package_mismatch(self, head, tail=None):
         text = str(head)
-        problems = {"Torch not compiled with CUDA enabled": ("a CPU-only torch is installed", "torch"),
-                    "installed an obsolete version of vllm": ("vLLM's compiled kernels do not match its Python code",
-                                                              "vllm"),
-                    "data did not match any variant of untagged enum": (
-                        "tokenizer.json was written by a newer tokenizers than the one installed", "tokenizers"),
-                    "A module that was compiled using NumPy 1.x cannot be run in": (
-                        "an extension built for NumPy 1.x under NumPy 2", "numpy"),
-                    "does not exist or is not currently imported": (
-                        "the tokenizer class the model names is not in the installed transformers", "transformers")}
+        problems = {
+            "Torch not compiled with CUDA enabled": ("a CPU-only torch is installed", "torch"),
+            "installed an obsolete version of vllm": ("vLLM's compiled kernels do not match its Python code", "vllm"),
+            "data did not match any variant of untagged enum": (
+                "tokenizer.json was written by a newer tokenizers than the one installed",
+                "tokenizers",
+            ),
+            "A module that was compiled using NumPy 1.x cannot be run in": (
+                "an extension built for NumPy 1.x under NumPy 2",
+                "numpy",
+            ),
+            "does not exist or is not currently imported": (
+                "the tokenizer class the model names is not in the installed transformers",
+                "transformers",
+            ),
+        }
         if text in problems:
             problem, package = problems[text]
         else:
@@ -153,10 +244,17 @@ class LayerEvents(Transformer):
         text, rest = str(head), str(tail or "")
         endpoint = re.search(r"https?://[\w.\-]+", text + " " + rest)
         host = re.search(r"host='([\w.\-]+)'", text)
-        offline = "outgoing traffic has been disabled" in text + rest or "OfflineModeIsEnabled" in text \
+        offline = (
+            "outgoing traffic has been disabled" in text + rest
+            or "OfflineModeIsEnabled" in text
             or "offline mode is enabled" in rest
-        return {"kind": "hub_unreachable", "problem": text.split("(")[0].strip(),
-                "endpoint": host.group(1) if host else (endpoint.group(0) if endpoint else None), "offline": offline}
+        )
+        return {
+            "kind": "hub_unreachable",
+            "problem": text.split("(")[0].strip(),
+            "endpoint": host.group(1) if host else (endpoint.group(0) if endpoint else None),
+            "offline": offline,
+        }
 
     def model_missing(self, head, tail=None):
         rest = str(tail or "")
@@ -167,10 +265,11 @@ class LayerEvents(Transformer):
     def files_corrupt(self, head, tail=None):
         text, rest = str(head), str(tail or "")
         lfs = "HeaderTooLarge" in rest or "header too large" in rest or "invalid load key, 'v'" in f"{text} {rest}"
-        problem = {"Error while deserializing header:": f"safetensors header unreadable ({rest.split('[')[0].strip()[:80]})",
-                   "invalid load key,": "a pickle checkpoint that is not one",
-                   "PytorchStreamReader failed reading zip archive": "a truncated .bin/.pt checkpoint"}.get(
-            text, "a truncated safetensors file")
+        problem = {
+            "Error while deserializing header:": f"safetensors header unreadable ({rest.split('[')[0].strip()[:80]})",
+            "invalid load key,": "a pickle checkpoint that is not one",
+            "PytorchStreamReader failed reading zip archive": "a truncated .bin/.pt checkpoint",
+        }.get(text, "a truncated safetensors file")
         return {"kind": "model_files_corrupt", "problem": problem, "lfs_pointer": lfs}
 
     def disk_full(self, head, tail=None):
@@ -178,14 +277,22 @@ class LayerEvents(Transformer):
         if text.startswith("Not enough free disk space"):
             need = re.search(r"expected file size is: ([\d.]+) MB", rest)
             free = re.search(r"The target location (\S+) only has ([\d.]+) MB", rest)
-            return {"kind": "disk_full", "problem": "the hub found too little free disk for the download",
-                    "warning": True, "path": free.group(1) if free else None,
-                    "needed": int(float(need.group(1)) * 10**6) if need else None,
-                    "free": int(float(free.group(2)) * 10**6) if free else None}
+            return {
+                "kind": "disk_full",
+                "problem": "the hub found too little free disk for the download",
+                "warning": True,
+                "path": free.group(1) if free else None,
+                "needed": int(float(need.group(1)) * 10**6) if need else None,
+                "free": int(float(free.group(2)) * 10**6) if free else None,
+            }
         if text.startswith("is over"):
             path = re.match(r"(/\S+)", rest)
-            return {"kind": "disk_full", "problem": f"Ray's temp disk {text}", "warning": True,
-                    "path": path.group(1) if path else None}
+            return {
+                "kind": "disk_full",
+                "problem": f"Ray's temp disk {text}",
+                "warning": True,
+                "path": path.group(1) if path else None,
+            }
         return {"kind": "disk_full", "problem": "disk quota exceeded", "path": _quoted_path(rest)}
 
     def not_writable(self, head, tail=None):
@@ -195,27 +302,46 @@ class LayerEvents(Transformer):
             path = None
         # no path (a socket bind below port 1024, say): a cache only when the message says so
         cachey = (path is not None and any(w in path.lower() for w in _CACHE_WORDS)) or "cache" in text
-        return {"kind": "not_writable", "problem": "read-only file system" if "Read-only" in text else "permission denied",
-                "path": path, "cache": cachey}
+        return {
+            "kind": "not_writable",
+            "problem": "read-only file system" if "Read-only" in text else "permission denied",
+            "path": path,
+            "cache": cachey,
+        }
 
     def config_invalid(self, head, tail=None):
         text, rest = str(head), str(tail or "")
         if "git identifier" in text:
             return {"kind": "config_invalid", "problem": "the revision does not exist for this model"}
         value = re.search(r"input_value=([^,\]]{1,100})", rest)
-        return {"kind": "config_invalid", "problem": text[:-len("[type=")].strip(),
-                "value": value.group(1) if value else None}
+        return {
+            "kind": "config_invalid",
+            "problem": text[: -len("[type=")].strip(),
+            "value": value.group(1) if value else None,
+        }
 
     def collective(self, head, tail=None):
         text, rest = str(head), str(tail or "")
-        backend = ("oneCCL" if "CCL" in text and "HCCL" not in text else "HCCL" if "hccl" in text.lower()
-                   else "Gloo" if "Gloo" in text else "Level Zero")
+        backend = (
+            "oneCCL"
+            if "CCL" in text and "HCCL" not in text
+            else "HCCL"
+            if "hccl" in text.lower()
+            else "Gloo"
+            if "Gloo" in text
+            else "Level Zero"
+        )
         detail = rest.split("EXCEPTION:")[-1].strip()[:120] if rest else text
         return {"kind": "nccl_error", "problem": f"{backend}: {detail or text}"}
 
     def mps_oom(self, allocated, other, allowed, requested, tail=None):
-        return {"kind": "torch_oom", "device": "MPS", "requested": parse_size(requested),
-                "allocated": parse_size(allocated), "total": parse_size(allowed)}
+        return {
+            "kind": "torch_oom",
+            "device": "MPS",
+            "requested": parse_size(requested),
+            "allocated": parse_size(allocated),
+            "total": parse_size(allowed),
+        }
 
     def old_active(self, size):
         return {}

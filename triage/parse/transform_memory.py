@@ -3,9 +3,8 @@ free memory at start-up and the KV capacity errors. A mixin of ToEvents (transfo
 
 from __future__ import annotations
 
-from triage.parse.log_parser import Token, Transformer
-
 from triage.model import events as ev
+from triage.parse.log_parser import Token, Transformer
 from triage.parse.transform_common import inline_children, num, whole
 from triage.units import parse_size
 
@@ -91,8 +90,12 @@ class MemoryEvents(Transformer):
 
     # --- V0 profiling ---
     def budget(self, total, util, budget, tail=None):
-        return {"kind": "memory_budget", "total": parse_size(total), "utilization": num(util),
-                "budget": parse_size(budget)}
+        return {
+            "kind": "memory_budget",
+            "total": parse_size(total),
+            "utilization": num(util),
+            "budget": parse_size(budget),
+        }
 
     def profile_split(self, *clauses):
         out = {"kind": "memory_profile"}
@@ -118,10 +121,17 @@ class MemoryEvents(Transformer):
         total, util = got.get("total_gpu_memory"), got.get("gpu_memory_utilization")
         out: list[dict] = []
         if isinstance(total, int) and util is not None:
-            out.append({"kind": "memory_budget", "total": total, "utilization": float(util),
-                        "budget": int(total * float(util))})
-        out.append({"kind": "memory_profile", "kv_cache": got.get("kv_cache_size"),
-                    "non_torch": got.get("non_torch_memory")})
+            out.append(
+                {
+                    "kind": "memory_budget",
+                    "total": total,
+                    "utilization": float(util),
+                    "budget": int(total * float(util)),
+                }
+            )
+        out.append(
+            {"kind": "memory_profile", "kv_cache": got.get("kv_cache_size"), "non_torch": got.get("non_torch_memory")}
+        )
         return out
 
     def result_pair(self, name, value):
@@ -179,8 +189,12 @@ class MemoryEvents(Transformer):
         device = str(args[0]) if args[0].type == "DEVICE_NAME" else None
         rest = args[1:] if device else args
         free_gib, total, tail = rest[0], rest[1], rest[2]
-        fields = {"kind": "startup_free_memory", "free": parse_size(f"{free_gib} GiB"),
-                  "total": parse_size(total), "device": device}
+        fields = {
+            "kind": "startup_free_memory",
+            "free": parse_size(f"{free_gib} GiB"),
+            "total": parse_size(total),
+            "device": device,
+        }
         fields.update(tail)
         return fields
 
@@ -218,8 +232,11 @@ class MemoryEvents(Transformer):
         return fields
 
     def kv_needed_figures(self, needed, available, est=None):
-        return {"needed": parse_size(needed), "available": parse_size(available),
-                "estimated_max_len": est if isinstance(est, int) else None}
+        return {
+            "needed": parse_size(needed),
+            "available": parse_size(available),
+            "estimated_max_len": est if isinstance(est, int) else None,
+        }
 
     def kv_estimate(self, n=None):
         return whole(n) if n is not None else None

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
+from functools import cache, lru_cache
 
+from triage.ingest.matcher import Matcher
 from triage.parse.grammar import PHASE_CALLS, anchor_groups, first_terminals, grammar
 from triage.parse.layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
-from triage.ingest.matcher import Matcher
 from triage.patterns import LazyPattern
 
 REGEX_HINTS: dict[str, tuple[str, ...]] = {
@@ -30,8 +30,14 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "USAGE_HEAD": (": error: ",),
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
     "EXIT_STATUS": ("exited with code 13", "Exit Code: 13", "OOMKilled"),
-    "CRASH": ("Segmentation fault", "Illegal instruction", "Floating point exception", "Aborted",
-              "Fatal Python error: ", "terminate called after throwing"),
+    "CRASH": (
+        "Segmentation fault",
+        "Illegal instruction",
+        "Floating point exception",
+        "Aborted",
+        "Fatal Python error: ",
+        "terminate called after throwing",
+    ),
     "EXIT_CODE": ("exited with code ", "Exit Code: ", "Exited ("),
     "SUPERVISOR_FAILED": ("Back-off restarting failed container", "CrashLoopBackOff", "Failed with result '"),
     "NOT_DIVISIBLE_BY": (" is not divisible by ",),
@@ -41,8 +47,14 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "LOGO_VERSION": ("█",),  # the logo pads with several spaces before "version"
     "RPC_CALL": ("_run_workers(", "collective_rpc(", "execute_method(", "run_method("),
     "PHASE_CALL": tuple(f"{name}(" for name in PHASE_CALLS),
-    "HUB_GATED": ("Cannot access gated repo", "You are trying to access a gated repo", "GatedRepoError",
-                  "is restricted", "Invalid credentials in Authorization header", " is gated"),  # an OOM clause that can open a line only inside a wrapped OOM text
+    "HUB_GATED": (
+        "Cannot access gated repo",
+        "You are trying to access a gated repo",
+        "GatedRepoError",
+        "is restricted",
+        "Invalid credentials in Authorization header",
+        " is gated",
+    ),  # an OOM clause that can open a line only inside a wrapped OOM text
 }
 
 
@@ -75,7 +87,7 @@ def _literals(name: str, pattern) -> tuple[str, ...]:
     return _alternatives(name, pattern.value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _alternatives(name: str, body: str) -> tuple[str, ...]:
     """The literal words of a regex terminal that is a plain alternation (read once per process:
     both the prefilter words and the word groups ask)."""
@@ -110,11 +122,31 @@ def prefilter(raw: str) -> bool:
 # of a line (that is slow: some anchors backtrack). A hint terminal missing here is tried
 # at every position before its hint: correct, only slow.
 HINT_LOOKBACK: dict[str, str] = {
-    "OOM_HEAD": "[A-Z ]", "DEVICE_ERROR_OOM": "[A-Z ]", "EXC_NAME": r"[\w.]", "BLOCKS_HEAD": "[#A-Za-z ]",
-    "FRAME_FILE": "", "V0_WORKER_DIED": r"[\w\- ]", "ERRNO_ADDR": "", "HTTP_AUTH": "", "NCCL_HEAD": "",
-    "NCCL_CODE": "", "KILLED_LINE": "", "USAGE_HEAD": r"[\w.\- ]", "NO_VLLM_IMPL": r"[\w. ]",
-    "EXIT_STATUS": "[A-Za-z: ]", "NOT_DIVISIBLE_BY": r"\d", "DTYPE_FOR_QUANT": r"[\w.]", "RPC_CALL": "", "PHASE_CALL": r"[\w.\[\] =]",
-    "DIST_INIT": "", "QUOTED_TICK": "", "HUB_GATED": ".", "LOGO_VERSION": "", "CRASH": "", "EXIT_CODE": "", "SUPERVISOR_FAILED": "",
+    "OOM_HEAD": "[A-Z ]",
+    "DEVICE_ERROR_OOM": "[A-Z ]",
+    "EXC_NAME": r"[\w.]",
+    "BLOCKS_HEAD": "[#A-Za-z ]",
+    "FRAME_FILE": "",
+    "V0_WORKER_DIED": r"[\w\- ]",
+    "ERRNO_ADDR": "",
+    "HTTP_AUTH": "",
+    "NCCL_HEAD": "",
+    "NCCL_CODE": "",
+    "KILLED_LINE": "",
+    "USAGE_HEAD": r"[\w.\- ]",
+    "NO_VLLM_IMPL": r"[\w. ]",
+    "EXIT_STATUS": "[A-Za-z: ]",
+    "NOT_DIVISIBLE_BY": r"\d",
+    "DTYPE_FOR_QUANT": r"[\w.]",
+    "RPC_CALL": "",
+    "PHASE_CALL": r"[\w.\[\] =]",
+    "DIST_INIT": "",
+    "QUOTED_TICK": "",
+    "HUB_GATED": ".",
+    "LOGO_VERSION": "",
+    "CRASH": "",
+    "EXIT_CODE": "",
+    "SUPERVISOR_FAILED": "",
 }
 HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
 
@@ -130,17 +162,19 @@ def word_groups() -> dict[str, tuple[tuple[int, LazyPattern | None], ...]]:
             back = HINT_LOOKBACK.get(name, ".") if name in REGEX_HINTS else ""
             for word in _literals(name, terminals[name].pattern):
                 out.setdefault(word, {}).setdefault(order, set()).add(back)
-    return {w: tuple((order, _lookback("|".join(sorted(c - {""}))) if c - {""} else None)
-                     for order, c in sorted(groups.items()))
-            for w, groups in out.items()}
+    return {
+        w: tuple(
+            (order, _lookback("|".join(sorted(c - {""}))) if c - {""} else None) for order, c in sorted(groups.items())
+        )
+        for w, groups in out.items()
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lookback(source: str) -> LazyPattern:
     """One pattern object per class (the anchor search keys the walks it has done by it),
     compiled when a walk first needs it: most lines hold few of the words."""
     return LazyPattern(source, re.S)
-
 
 
 _LOCK = threading.Lock()

@@ -12,21 +12,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from triage.memory import (DEFAULT, DERIVED, ESTIMATED, FAILS, FITS, GIVEN, GRAPHS, LOAD, Check, MemoryInputs,
-                      Quantity, evaluate, resolve)
-from triage.memory import Config
+from triage.memory import (
+    DEFAULT,
+    DERIVED,
+    ESTIMATED,
+    FAILS,
+    FITS,
+    GIVEN,
+    GRAPHS,
+    LOAD,
+    Check,
+    Config,
+    MemoryInputs,
+    Quantity,
+    evaluate,
+    resolve,
+)
 from triage.memory import budget as mbudget
-from triage.vllm_flags import apply
 from triage.memory import kv as mkv
-from triage.plan import estimates, kv_layout as kv
+from triage.plan import estimates
+from triage.plan import kv_layout as kv
 from triage.plan.launch import Launch
+from triage.vllm_flags import apply
 
 # The order vLLM meets its checks in; the first failing one is the reason the launch fails.
-ORDER = ("startup_free_memory", "gpu_count", "weights_load", "kv_pool_positive", "kv_fits_max_model_len",
-         "outside_budget")
-CAUSE = {"startup_free_memory": "gpu_memory_utilization_too_high", "gpu_count": "parallelism_mismatch",
-         "weights_load": "weights_exceed_memory", "kv_pool_positive": "kv_cache_insufficient",
-         "kv_fits_max_model_len": "kv_cache_insufficient", "outside_budget": "cuda_graph_capture_oom"}
+ORDER = (
+    "startup_free_memory",
+    "gpu_count",
+    "weights_load",
+    "kv_pool_positive",
+    "kv_fits_max_model_len",
+    "outside_budget",
+)
+CAUSE = {
+    "startup_free_memory": "gpu_memory_utilization_too_high",
+    "gpu_count": "parallelism_mismatch",
+    "weights_load": "weights_exceed_memory",
+    "kv_pool_positive": "kv_cache_insufficient",
+    "kv_fits_max_model_len": "kv_cache_insufficient",
+    "outside_budget": "cuda_graph_capture_oom",
+}
 
 
 @dataclass
@@ -63,27 +88,46 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
         free = _spread(max(gpu.total_bytes - ctx.bytes, 0), 0.99, 1.0)
         notes.append("free at startup: an idle GPU assumed (give --nvidia-smi to check against what is free)")
     w = launch.weights
-    weights = (Quantity.exact(float(w.per_gpu_bytes), DERIVED) if not w.estimated and launch.world == 1
-               else _spread(w.per_gpu_bytes, 0.97, 1.03))
-    act = estimates.activation_peak(launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp,
-                                    2 if launch.dtype != "float32" else 4)
+    weights = (
+        Quantity.exact(float(w.per_gpu_bytes), DERIVED)
+        if not w.estimated and launch.world == 1
+        else _spread(w.per_gpu_bytes, 0.97, 1.03)
+    )
+    act = estimates.activation_peak(
+        launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp, 2 if launch.dtype != "float32" else 4
+    )
     nt = estimates.non_torch(flags.tp)
     needed = needed_at(launch, launch.max_model_len)
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
     pinned = None
     if flags.kv_cache_memory:  # vLLM >= 0.11 pins the pool; the memory model reads the flag its own way
-        pinned = Quantity.exact(float(apply(Config(), {"--kv-cache-memory": flags.kv_cache_memory}).kv_cache_memory),  # type: ignore[arg-type]
-                                GIVEN)
+        pinned = Quantity.exact(
+            float(apply(Config(), {"--kv-cache-memory": flags.kv_cache_memory}).kv_cache_memory),  # type: ignore[arg-type]
+            GIVEN,
+        )
         notes.append(f"--kv-cache-memory {flags.kv_cache_memory}: the KV pool is pinned (vLLM 0.11 and later)")
-    inp = MemoryInputs(engine="v1", vllm_version="0.10.1", total=total, free=free,
-                       util=Quantity.exact(launch.util, util_source), weights=weights,
-                       activation_peak=_spread(act.bytes, 0.5, 1.6), non_torch=_spread(nt.bytes, 0.5, 2.0),
-                       kv_needed=needed, block_size=launch.block_size,
-                       max_model_len=launch.max_model_len, max_num_seqs=launch.max_num_seqs,
-                       max_num_batched_tokens=launch.max_num_batched_tokens, tp=flags.tp, pp=flags.pp,
-                       gpu_count=gpu.count if gpu.source.startswith("nvidia-smi") else None,
-                       dtype=launch.dtype, kv_cache_dtype=flags.kv_cache_dtype or "auto",
-                       multimodal=launch.cfg.multimodal, kv_cache_memory=pinned)
+    inp = MemoryInputs(
+        engine="v1",
+        vllm_version="0.10.1",
+        total=total,
+        free=free,
+        util=Quantity.exact(launch.util, util_source),
+        weights=weights,
+        activation_peak=_spread(act.bytes, 0.5, 1.6),
+        non_torch=_spread(nt.bytes, 0.5, 2.0),
+        kv_needed=needed,
+        block_size=launch.block_size,
+        max_model_len=launch.max_model_len,
+        max_num_seqs=launch.max_num_seqs,
+        max_num_batched_tokens=launch.max_num_batched_tokens,
+        tp=flags.tp,
+        pp=flags.pp,
+        gpu_count=gpu.count if gpu.source.startswith("nvidia-smi") else None,
+        dtype=launch.dtype,
+        kv_cache_dtype=flags.kv_cache_dtype or "auto",
+        multimodal=launch.cfg.multimodal,
+        kv_cache_memory=pinned,
+    )
     return inp, notes, (act, nt)
 
 
@@ -141,7 +185,21 @@ def answer(launch: Launch) -> Answer:
         cap = launch.derived_len or max(launch.max_model_len, 1 << 20)
         longest = longest_fit(inp, launch, cap) if r.pool.lo > 0 else 0
         concurrency = round(max(r.pool.value, 0) / inp.kv_needed.value, 2)
-    return Answer(inp, checks, act, nt, graphs, budget, r.pool, r.block_bytes, tokens, longest, concurrency, kv.uniform(launch.layout), notes)
+    return Answer(
+        inp,
+        checks,
+        act,
+        nt,
+        graphs,
+        budget,
+        r.pool,
+        r.block_bytes,
+        tokens,
+        longest,
+        concurrency,
+        kv.uniform(launch.layout),
+        notes,
+    )
 
 
 def first_failure(checks: list[Check]) -> Check | None:

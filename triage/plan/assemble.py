@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from triage.memory import FAILS, Check
-from triage.units import gib
 from triage.plan import schema as s
 from triage.plan.answer import CAUSE, Answer, all_fit, first_failure
-from triage.plan.wording import describe
 from triage.plan.launch import Launch
 from triage.plan.remedies import remedies
+from triage.plan.wording import describe
+from triage.units import gib
 
 EXIT = {"fits": 0, "does not fit": 1, "borderline": 2, "cannot tell": 2}
 
@@ -48,8 +48,7 @@ def _verdict(launch: Launch, ans: Answer) -> tuple[s.Verdict, str | None, str, C
 
 def _check(c: Check) -> s.CheckResult:
     verdict: Any = c.verdict  # the memory model's words: "fits", "fails", "cannot tell"
-    return s.CheckResult(name=c.name, verdict=verdict, text=describe(c), margin_bytes=c.margin,
-                         source=c.source)
+    return s.CheckResult(name=c.name, verdict=verdict, text=describe(c), margin_bytes=c.margin, source=c.source)
 
 
 def _model(launch: Launch) -> s.ModelInfo:
@@ -58,28 +57,58 @@ def _model(launch: Launch) -> s.ModelInfo:
 
     method, bits, _ = quant_method(cfg, launch.flags.quantization)
     quant = f"{method} {bits}-bit" if method and bits else method
-    return s.ModelInfo(name=launch.files.name, architecture=cfg.architecture, model_type=cfg.model_type,
-                       family=launch.layout.family, parameters=w.parameters, parameters_source=w.parameters_source,
-                       dtype=launch.dtype, dtype_source=launch.dtype_source, quantization=quant,
-                       multimodal=cfg.multimodal, max_model_len_default=launch.derived_len)
+    return s.ModelInfo(
+        name=launch.files.name,
+        architecture=cfg.architecture,
+        model_type=cfg.model_type,
+        family=launch.layout.family,
+        parameters=w.parameters,
+        parameters_source=w.parameters_source,
+        dtype=launch.dtype,
+        dtype_source=launch.dtype_source,
+        quantization=quant,
+        multimodal=cfg.multimodal,
+        max_model_len_default=launch.derived_len,
+    )
 
 
 def _kv(launch: Launch) -> s.KvInfo:
     lay = launch.layout
-    groups = [s.KvLayer(kind=g.kind, layers=g.layers, bytes_per_token=g.bytes_per_token, window=g.window,
-                        state_bytes_per_sequence=g.state_bytes_per_sequence) for g in lay.groups]
-    return s.KvInfo(family=lay.family, formula=lay.formula, dtype_bytes=launch.kv_bytes,
-                    attention_bytes_per_token=lay.attention_bytes_per_token,
-                    state_bytes_per_sequence=lay.state_bytes_per_sequence, groups=groups)
+    groups = [
+        s.KvLayer(
+            kind=g.kind,
+            layers=g.layers,
+            bytes_per_token=g.bytes_per_token,
+            window=g.window,
+            state_bytes_per_sequence=g.state_bytes_per_sequence,
+        )
+        for g in lay.groups
+    ]
+    return s.KvInfo(
+        family=lay.family,
+        formula=lay.formula,
+        dtype_bytes=launch.kv_bytes,
+        attention_bytes_per_token=lay.attention_bytes_per_token,
+        state_bytes_per_sequence=lay.state_bytes_per_sequence,
+        groups=groups,
+    )
 
 
 def _flags(launch: Launch) -> s.LaunchFlags:
     f = launch.flags
-    return s.LaunchFlags(tensor_parallel_size=f.tp, pipeline_parallel_size=f.pp, max_model_len=launch.max_model_len,
-                         gpu_memory_utilization=launch.util, kv_cache_dtype=f.kv_cache_dtype or "auto",
-                         block_size=launch.block_size, max_num_seqs=launch.max_num_seqs,
-                         max_num_batched_tokens=launch.max_num_batched_tokens, enforce_eager=f.enforce_eager,
-                         given=f.given, ignored=f.ignored)
+    return s.LaunchFlags(
+        tensor_parallel_size=f.tp,
+        pipeline_parallel_size=f.pp,
+        max_model_len=launch.max_model_len,
+        gpu_memory_utilization=launch.util,
+        kv_cache_dtype=f.kv_cache_dtype or "auto",
+        block_size=launch.block_size,
+        max_num_seqs=launch.max_num_seqs,
+        max_num_batched_tokens=launch.max_num_batched_tokens,
+        enforce_eager=f.enforce_eager,
+        given=f.given,
+        ignored=f.ignored,
+    )
 
 
 def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
@@ -87,29 +116,57 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
     gpu = launch.gpu
     pool = ans.pool.value if ans.pool is not None else None
     target = failed or (next((c for c in ans.checks if c.verdict != "fits"), None) if verdict == "borderline" else None)
-    fixes = (remedies(ans, target, lambda flags: _replan(launch, flags))
-             if target is not None and reason != "parallelism_mismatch" else [])
+    fixes = (
+        remedies(ans, target, lambda flags: _replan(launch, flags))
+        if target is not None and reason != "parallelism_mismatch"
+        else []
+    )
     notes = list(launch.layout.notes) + list(launch.files.notes) + list(gpu.notes)
     if launch.flags.ignored:
         notes.append("not taken into account: " + " ".join(launch.flags.ignored))
-    assumptions = [launch.dtype_source, f"KV dtype {launch.kv_source}", f"weights: {launch.weights.source}",
-                   ans.activation.assumption, ans.non_torch.assumption, ans.graphs.assumption,
-                   *launch.assumptions, *ans.assumptions, "vLLM 0.10 (V1 engine) arithmetic"]
+    assumptions = [
+        launch.dtype_source,
+        f"KV dtype {launch.kv_source}",
+        f"weights: {launch.weights.source}",
+        ans.activation.assumption,
+        ans.non_torch.assumption,
+        ans.graphs.assumption,
+        *launch.assumptions,
+        *ans.assumptions,
+        "vLLM 0.10 (V1 engine) arithmetic",
+    ]
     return s.PlanReport(
         model=_model(launch),
-        gpu=s.GpuInfo(name=gpu.name, count=launch.world, total_bytes=gpu.total_bytes, free_bytes=gpu.free_bytes,
-                      source=gpu.source, other_processes_bytes=gpu.other_processes_bytes),
-        flags=_flags(launch), weights_bytes_per_gpu=launch.weights.per_gpu_bytes,
-        weights_source=launch.weights.source, kv_bytes_per_token=launch.layout.bytes_per_token, kv=_kv(launch),
+        gpu=s.GpuInfo(
+            name=gpu.name,
+            count=launch.world,
+            total_bytes=gpu.total_bytes,
+            free_bytes=gpu.free_bytes,
+            source=gpu.source,
+            other_processes_bytes=gpu.other_processes_bytes,
+        ),
+        flags=_flags(launch),
+        weights_bytes_per_gpu=launch.weights.per_gpu_bytes,
+        weights_source=launch.weights.source,
+        kv_bytes_per_token=launch.layout.bytes_per_token,
+        kv=_kv(launch),
         budget_bytes=int(ans.budget.value),
         activation_bytes=s.Estimate(bytes=ans.activation.bytes, assumption=ans.activation.assumption),
         non_torch_bytes=s.Estimate(bytes=ans.non_torch.bytes, assumption=ans.non_torch.assumption),
         cuda_graph_bytes=s.Estimate(bytes=ans.graphs.bytes, assumption=ans.graphs.assumption),
-        kv_cache_bytes=int(pool) if pool is not None else None, kv_tokens=ans.kv_tokens,
-        max_model_len_fit=ans.longest, max_concurrency=ans.concurrency, checks=[_check(c) for c in ans.checks],
-        verdict=verdict, fits={"fits": True, "does not fit": False}.get(verdict), reason=reason,
+        kv_cache_bytes=int(pool) if pool is not None else None,
+        kv_tokens=ans.kv_tokens,
+        max_model_len_fit=ans.longest,
+        max_concurrency=ans.concurrency,
+        checks=[_check(c) for c in ans.checks],
+        verdict=verdict,
+        fits={"fits": True, "does not fit": False}.get(verdict),
+        reason=reason,
         why=why if verdict != "does not fit" or failed is None else f"{why}; {_shortfall(failed)}",
-        remedies=fixes, assumptions=assumptions, notes=notes)
+        remedies=fixes,
+        assumptions=assumptions,
+        notes=notes,
+    )
 
 
 def _replan(launch: Launch, flags: dict) -> str:
@@ -117,8 +174,8 @@ def _replan(launch: Launch, flags: dict) -> str:
     from dataclasses import replace
 
     from triage.plan.answer import answer
-    from triage.vllm_flags import parse
     from triage.plan.launch import build
+    from triage.vllm_flags import parse
 
     tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]
     changed = parse(tokens, replace(launch.flags, given=list(launch.flags.given), ignored=[]))

@@ -1,8 +1,8 @@
 """`vllm-triage plan`: the command line. Exit 0 fits, 1 does not fit, 2 cannot tell (and why).
 
-    vllm-triage plan --model PATH_OR_ID [--gpu-memory SIZE | --gpu NAME | --nvidia-smi FILE]
-                     [vllm serve flags...] [--format terminal|json|markdown]
-    vllm-triage plan [--gpu ...] -- vllm serve MODEL --max-model-len 32768 ...
+vllm-triage plan --model PATH_OR_ID [--gpu-memory SIZE | --gpu NAME | --nvidia-smi FILE]
+                 [vllm serve flags...] [--format terminal|json|markdown]
+vllm-triage plan [--gpu ...] -- vllm serve MODEL --max-model-len 32768 ...
 """
 
 from __future__ import annotations
@@ -30,16 +30,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="vllm-triage plan", allow_abbrev=False, epilog=EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="Size a vLLM launch before it runs: weights, KV cache, max_model_len and\n"
-                            "concurrency for a model's config.json on a GPU, with vLLM's own arithmetic.")
+    p = _Parser(
+        prog="vllm-triage plan",
+        allow_abbrev=False,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Size a vLLM launch before it runs: weights, KV cache, max_model_len and\n"
+        "concurrency for a model's config.json on a GPU, with vLLM's own arithmetic.",
+    )
     p.add_argument("--model", help="model folder (with config.json) or ORG/NAME in the local HF cache")
     gpu = p.add_mutually_exclusive_group()
     gpu.add_argument("--gpu-memory", metavar="SIZE", help="memory of one GPU as CUDA reports it: 80GiB, 24GB")
     gpu.add_argument("--gpu", metavar="NAME", help="a card from the built-in table: H100, A100-80GB, L4, 4090, ...")
-    gpu.add_argument("--nvidia-smi", metavar="FILE", help="nvidia-smi output (table or --format=csv): total and "
-                                                          "free memory per GPU")
+    gpu.add_argument(
+        "--nvidia-smi", metavar="FILE", help="nvidia-smi output (table or --format=csv): total and free memory per GPU"
+    )
     p.add_argument("-f", "--format", choices=FORMATS, default=None, help="report format (default: terminal)")
     p.add_argument("--schema", action="store_true", help="print the plan's JSON Schema and exit")
     return p
@@ -48,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         at = argv.index("--")
-        return argv[:at], argv[at + 1:]
+        return argv[:at], argv[at + 1 :]
     return argv, []
 
 
@@ -76,8 +81,8 @@ def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     from triage.plan import model_files
     from triage.plan.answer import answer
     from triage.plan.assemble import build_report
-    from triage.vllm_flags import parse
     from triage.plan.launch import build
+    from triage.vllm_flags import parse
 
     flags = parse(vllm_tokens)
     model = args.model or flags.model

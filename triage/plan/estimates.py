@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triage.units import GiB, MiB
 from triage.plan.spec import TextConfig
+from triage.units import GiB, MiB
 
 NON_TORCH_SINGLE = 150 * MiB
 NON_TORCH_TP = 600 * MiB
@@ -54,9 +54,13 @@ def activation_peak(cfg: TextConfig, tokens: int, seqs: int, tp: int, dtype_byte
     forward = tokens * per_token * dtype_bytes
     vocab = cfg.number("vocab_size")
     sampler = seqs * vocab * 4 * 3 // tp if tp > 1 else seqs * vocab * 4 * 3
-    return Estimate(forward + sampler, (
-        f"estimated: a forward pass of {tokens:,} tokens x ({3 * inter // tp:,} MLP + {qkv // tp:,} QKV + "
-        f"{4 * hidden:,} hidden) x {dtype_bytes} B, plus {seqs} sampler rows x {vocab:,} vocab x 4 B x 3 copies"))
+    return Estimate(
+        forward + sampler,
+        (
+            f"estimated: a forward pass of {tokens:,} tokens x ({3 * inter // tp:,} MLP + {qkv // tp:,} QKV + "
+            f"{4 * hidden:,} hidden) x {dtype_bytes} B, plus {seqs} sampler rows x {vocab:,} vocab x 4 B x 3 copies"
+        ),
+    )
 
 
 def non_torch(tp: int) -> Estimate:
@@ -70,11 +74,16 @@ def cuda_graphs(enforce_eager: bool, params_per_gpu: float) -> Estimate:
     if enforce_eager:
         return Estimate(0, "--enforce-eager: no CUDA graphs are captured")
     size = min(GRAPHS_CAP, int(GRAPHS_BASE + GRAPHS_PER_BILLION * params_per_gpu / 1e9))
-    return Estimate(size, f"estimated: ~{size / GiB:.2f} GiB of CUDA graphs for vLLM 0.10's default capture sizes "
-                          "(0.1 GiB + 40 MiB per billion parameters per GPU), captured after the KV cache, "
-                          "outside the budget")
+    return Estimate(
+        size,
+        f"estimated: ~{size / GiB:.2f} GiB of CUDA graphs for vLLM 0.10's default capture sizes "
+        "(0.1 GiB + 40 MiB per billion parameters per GPU), captured after the KV cache, "
+        "outside the budget",
+    )
 
 
 def cuda_context() -> Estimate:
-    return Estimate(CUDA_CONTEXT, "estimated: ~0.45 GiB of the worker's own CUDA context is taken from "
-                                  "free memory before vLLM's startup check")
+    return Estimate(
+        CUDA_CONTEXT,
+        "estimated: ~0.45 GiB of the worker's own CUDA context is taken from free memory before vLLM's startup check",
+    )

@@ -69,8 +69,12 @@ def from_name(name: str) -> Gpu:
     key = _key(name)
     for card, (size, aliases) in CARDS.items():
         if key == card.lower() or key in aliases:
-            return Gpu(name=card, total_bytes=int(size * GiB), source=f"card table: {card}, {size:.2f} GiB "
-                       "(typical total as CUDA reports it; give --gpu-memory or --nvidia-smi for the exact one)")
+            return Gpu(
+                name=card,
+                total_bytes=int(size * GiB),
+                source=f"card table: {card}, {size:.2f} GiB "
+                "(typical total as CUDA reports it; give --gpu-memory or --nvidia-smi for the exact one)",
+            )
     known = ", ".join(CARDS)
     raise UsageError(f"unknown --gpu {name!r}; known cards: {known} (or give --gpu-memory SIZE)")
 
@@ -90,9 +94,9 @@ def card_for(name: str, smi_total: int) -> tuple[str, float] | None:
 
 def from_nvidia_smi(path: str, devices: int) -> Gpu:
     """The first `devices` GPUs nvidia-smi lists: the smallest total and free among them."""
+    from triage.ingest.lines import Line
     from triage.model import events as ev
     from triage.parse.sysinfo import BundleReader
-    from triage.ingest.lines import Line
 
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -106,9 +110,11 @@ def from_nvidia_smi(path: str, devices: int) -> Gpu:
             elif isinstance(event, ev.GpuProcess) and event.bytes:
                 procs.append(event)
     if not gpus:
-        raise InputError(f"no GPU memory rows in {path} (give `nvidia-smi` or "
-                         "`nvidia-smi --query-gpu=index,name,memory.total,memory.used,memory.free --format=csv`)")
-    used = gpus[:max(1, devices)]
+        raise InputError(
+            f"no GPU memory rows in {path} (give `nvidia-smi` or "
+            "`nvidia-smi --query-gpu=index,name,memory.total,memory.used,memory.free --format=csv`)"
+        )
+    used = gpus[: max(1, devices)]
     total: Any = min(g.total for g in used)  # type: ignore[type-var]
     frees = [g.free for g in used if g.free is not None]
     card = card_for(used[0].name or "", total)
@@ -117,9 +123,14 @@ def from_nvidia_smi(path: str, devices: int) -> Gpu:
         name, size = card
         source += f"; total as CUDA reports a {name}: {size:.2f} GiB (nvidia-smi says {total / GiB:.2f} GiB)"
         total = int(size * GiB)
-    gpu = Gpu(name=used[0].name or "GPU", total_bytes=total, count=len(gpus),
-              free_bytes=min(min(frees), total) if frees else None, source=source)
-    others = sum(p.bytes for p in procs if p.gpu is None or p.gpu < len(used))
+    gpu = Gpu(
+        name=used[0].name or "GPU",
+        total_bytes=total,
+        count=len(gpus),
+        free_bytes=min(min(frees), total) if frees else None,
+        source=source,
+    )
+    others = sum(p.bytes or 0 for p in procs if p.gpu is None or p.gpu < len(used))
     gpu.other_processes_bytes = others or None
     if card is None:
         gpu.notes.append("nvidia-smi's total counts memory CUDA does not hand out; vLLM's total is a little smaller")

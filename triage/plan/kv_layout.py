@@ -98,32 +98,38 @@ def attention_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int) -> KvLayo
         window = cfg.number("attention_chunk_size" if local == "chunked" else "sliding_window")
         groups.append(LayerGroup(local, n_sliding, per_layer, window=window))
     slots = _grouped_slots([n_full, n_sliding])
-    family = ("mha" if total_heads == cfg.number("num_attention_heads") else "mqa" if total_heads == 1 else "gqa")
+    family = "mha" if total_heads == cfg.number("num_attention_heads") else "mqa" if total_heads == 1 else "gqa"
     split = f"max(1, {total_heads} // tp {tp}) = {heads}" if tp > 1 else f"{heads}"
     formula = f"2 x {split} kv heads x {head_dim} head_dim x {kv_bytes} B = {per_layer} B per layer"
     notes = []
     if n_full and n_sliding:
         family += "+sliding-window" if local == "sliding" else "+chunked-local"
-        formula += (f"; {n_full} full + {n_sliding} {local} layers, grouped as vLLM does: "
-                    f"{slots} layer slots x {per_layer} B = {per_layer * slots} B")
-        notes.append("sliding-window layers keep only their window per sequence; vLLM's token count "
-                     "is per group of layers, so long sequences fit more than the count suggests")
+        formula += (
+            f"; {n_full} full + {n_sliding} {local} layers, grouped as vLLM does: "
+            f"{slots} layer slots x {per_layer} B = {per_layer * slots} B"
+        )
+        notes.append(
+            "sliding-window layers keep only their window per sequence; vLLM's token count "
+            "is per group of layers, so long sequences fit more than the count suggests"
+        )
     else:
         formula += f" x {slots} layers = {per_layer * slots} B"
     if total_heads < tp:
         notes.append(f"{total_heads} KV heads over {tp} GPUs: each GPU holds one replicated head")
-    return KvLayout(family, groups, per_layer * slots, per_layer * (n_full + n_sliding), formula=formula,
-                    notes=notes)
+    return KvLayout(family, groups, per_layer * slots, per_layer * (n_full + n_sliding), formula=formula, notes=notes)
 
 
 def mla_layout(cfg: TextConfig, pp: int, kv_bytes: int) -> KvLayout:
     layers = _stage(cfg.number("num_hidden_layers"), pp)
     rank, rope = cfg.number("kv_lora_rank"), cfg.number("qk_rope_head_dim")
     per_layer = (rank + rope) * kv_bytes
-    formula = (f"MLA: ({rank} kv_lora_rank + {rope} qk_rope_head_dim) x {kv_bytes} B = {per_layer} B per layer "
-               f"x {layers} layers = {per_layer * layers} B (one latent per token, not split by TP)")
-    return KvLayout("mla", [LayerGroup("mla", layers, per_layer)], per_layer * layers, per_layer * layers,
-                    formula=formula)
+    formula = (
+        f"MLA: ({rank} kv_lora_rank + {rope} qk_rope_head_dim) x {kv_bytes} B = {per_layer} B per layer "
+        f"x {layers} layers = {per_layer * layers} B (one latent per token, not split by TP)"
+    )
+    return KvLayout(
+        "mla", [LayerGroup("mla", layers, per_layer)], per_layer * layers, per_layer * layers, formula=formula
+    )
 
 
 def mamba_kinds(cfg: TextConfig, layers: int) -> list[str] | None:
@@ -154,8 +160,10 @@ def _mamba_state(cfg: TextConfig, tp: int, state_bytes: int) -> tuple[int, str]:
         v_dim, kernel = cfg.number("linear_value_head_dim"), cfg.number("linear_conv_kernel_dim", 4)
         conv_dim = (2 * k_heads * k_dim + v_heads * v_dim) // tp
         conv, ssm = (kernel - 1) * conv_dim, v_heads // tp * k_dim * v_dim
-        return (conv + ssm) * state_bytes, (f"linear attention: conv {kernel - 1} x {conv_dim} + state "
-                                            f"{v_heads // tp} heads x {k_dim} x {v_dim} (estimated)")
+        return (conv + ssm) * state_bytes, (
+            f"linear attention: conv {kernel - 1} x {conv_dim} + state "
+            f"{v_heads // tp} heads x {k_dim} x {v_dim} (estimated)"
+        )
     heads = cfg.number("mamba_num_heads", cfg.number("mamba_n_heads", 0))
     if heads:  # Mamba2: conv over x, B and C (groups replicated up to TP), SSM state per head
         groups = cfg.number("mamba_n_groups", cfg.number("n_groups", 1)) or 1
@@ -163,15 +171,15 @@ def _mamba_state(cfg: TextConfig, tp: int, state_bytes: int) -> tuple[int, str]:
         head_dim = cfg.number("mamba_head_dim", cfg.number("mamba_d_head", inner // heads))
         conv_dim = (inner + 2 * groups * d_state) // tp
         conv, ssm = (d_conv - 1) * conv_dim, heads // tp * head_dim * d_state
-        return (conv + ssm) * state_bytes, (f"Mamba2: conv {d_conv - 1} x {conv_dim} + SSM {heads // tp} heads x "
-                                            f"{head_dim} x {d_state}")
+        return (conv + ssm) * state_bytes, (
+            f"Mamba2: conv {d_conv - 1} x {conv_dim} + SSM {heads // tp} heads x {head_dim} x {d_state}"
+        )
     inner //= tp
     conv, ssm = (d_conv - 1) * inner, inner * d_state
     return (conv + ssm) * state_bytes, f"Mamba: conv {d_conv - 1} x {inner} + SSM {inner} x {d_state}"
 
 
-def mamba_layout(cfg: TextConfig, kinds: list[str], tp: int, pp: int, kv_bytes: int,
-                 state_bytes: int) -> KvLayout:
+def mamba_layout(cfg: TextConfig, kinds: list[str], tp: int, pp: int, kv_bytes: int, state_bytes: int) -> KvLayout:
     """Attention per token, Mamba state per sequence; vLLM pads both to one page and groups them."""
     heads = max(1, cfg.kv_heads() // max(1, tp))
     per_layer = 2 * heads * cfg.head_dim() * kv_bytes
@@ -181,17 +189,28 @@ def mamba_layout(cfg: TextConfig, kinds: list[str], tp: int, pp: int, kv_bytes: 
     # multiples of 16 tokens until its page holds a Mamba state; the Mamba page is padded to it.
     block = 16 * -(-state // (16 * per_layer)) if per_layer else 16
     slots = _grouped_slots([n_attn, n_mamba])
-    groups = [LayerGroup("full", n_attn, per_layer),
-              LayerGroup("mamba", n_mamba, 0, state_bytes_per_sequence=state)]
-    formula = (f"attention: 2 x {heads} kv heads x {cfg.head_dim()} x {kv_bytes} B = {per_layer} B per layer, "
-               f"x {n_attn} layers = {per_layer * n_attn} B per token; {how} = {state} B per Mamba layer and "
-               f"sequence; block size {block} so one page holds a state; {n_attn} attention + {n_mamba} Mamba "
-               f"layers grouped as vLLM does: {slots} layer slots x {per_layer} B = {per_layer * slots} B")
-    notes = ["hybrid model: the Mamba layers hold a fixed state per sequence, not per token; vLLM's token "
-             "count is per group of layers, so a sequence costs attention bytes per token plus one page per "
-             "Mamba group"]
-    return KvLayout("hybrid-mamba", groups, per_layer * slots, per_layer * n_attn, state * n_mamba,
-                    formula=formula, notes=notes, min_block_size=block)
+    groups = [LayerGroup("full", n_attn, per_layer), LayerGroup("mamba", n_mamba, 0, state_bytes_per_sequence=state)]
+    formula = (
+        f"attention: 2 x {heads} kv heads x {cfg.head_dim()} x {kv_bytes} B = {per_layer} B per layer, "
+        f"x {n_attn} layers = {per_layer * n_attn} B per token; {how} = {state} B per Mamba layer and "
+        f"sequence; block size {block} so one page holds a state; {n_attn} attention + {n_mamba} Mamba "
+        f"layers grouped as vLLM does: {slots} layer slots x {per_layer} B = {per_layer * slots} B"
+    )
+    notes = [
+        "hybrid model: the Mamba layers hold a fixed state per sequence, not per token; vLLM's token "
+        "count is per group of layers, so a sequence costs attention bytes per token plus one page per "
+        "Mamba group"
+    ]
+    return KvLayout(
+        "hybrid-mamba",
+        groups,
+        per_layer * slots,
+        per_layer * n_attn,
+        state * n_mamba,
+        formula=formula,
+        notes=notes,
+        min_block_size=block,
+    )
 
 
 def max_memory_usage(layout: KvLayout, max_model_len: int, block_size: int, batched_tokens: int) -> int:
@@ -234,6 +253,12 @@ def kv_layout(cfg: TextConfig, tp: int, pp: int, kv_bytes: int, model_bytes: int
     if kinds is not None and "mamba" in kinds:
         return mamba_layout(cfg, kinds, tp, pp, kv_bytes, model_bytes)
     if not layers or not cfg.number("num_attention_heads"):
-        return KvLayout("attention-free", [], 0, 0, formula="no attention layers in config.json",
-                        notes=["config.json gives no layer or head count"])
+        return KvLayout(
+            "attention-free",
+            [],
+            0,
+            0,
+            formula="no attention layers in config.json",
+            notes=["config.json gives no layer or head count"],
+        )
     return attention_layout(cfg, tp, pp, kv_bytes)

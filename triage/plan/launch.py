@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triage.plan import estimates, kv_layout as kv, params, plausible
-from triage.vllm_flags import ServeFlags
+from triage.plan import estimates, params, plausible
+from triage.plan import kv_layout as kv
 from triage.plan.gpu import Gpu
 from triage.plan.model_files import ModelFiles
-from triage.units import GiB
 from triage.plan.spec import DTYPE_BYTES, LENGTH_KEYS, TextConfig, kv_dtype_bytes, resolve_dtype
+from triage.units import GiB
+from triage.vllm_flags import ServeFlags
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
@@ -52,9 +53,15 @@ def _lengths(cfg: TextConfig, flags: ServeFlags, launch_problems: list, assumpti
     derived = cfg.max_length()
     if flags.max_model_len:
         if derived and flags.max_model_len > derived:
-            launch_problems.append(("invalid_arguments", (
-                f"--max-model-len {flags.max_model_len:,} is above the model's own {derived:,} "
-                "(config.json); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")))
+            launch_problems.append(
+                (
+                    "invalid_arguments",
+                    (
+                        f"--max-model-len {flags.max_model_len:,} is above the model's own {derived:,} "
+                        "(config.json); vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+                    ),
+                )
+            )
         return flags.max_model_len, derived
     if derived is None:
         assumptions.append("config.json gives no maximum length; vLLM assumes 2048")
@@ -66,12 +73,20 @@ def _lengths(cfg: TextConfig, flags: ServeFlags, launch_problems: list, assumpti
 def _validate(cfg: TextConfig, flags: ServeFlags, gpu: Gpu, problems: list) -> None:
     heads = cfg.number("num_attention_heads")
     if heads and heads % flags.tp:
-        problems.append(("parallelism_mismatch", f"{heads} attention heads are not divisible by tensor parallel "
-                                                 f"size {flags.tp} (vLLM refuses to start)"))
+        problems.append(
+            (
+                "parallelism_mismatch",
+                f"{heads} attention heads are not divisible by tensor parallel size {flags.tp} (vLLM refuses to start)",
+            )
+        )
     used = flags.tp * flags.pp
     if gpu.source.startswith("nvidia-smi") and gpu.count < used:
-        problems.append(("parallelism_mismatch", f"the launch needs {used} GPUs (TP {flags.tp} x PP {flags.pp}) "
-                                                 f"but nvidia-smi lists {gpu.count}"))
+        problems.append(
+            (
+                "parallelism_mismatch",
+                f"the launch needs {used} GPUs (TP {flags.tp} x PP {flags.pp}) but nvidia-smi lists {gpu.count}",
+            )
+        )
 
 
 def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
@@ -84,8 +99,16 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
     kv_bytes, kv_source = kv_dtype_bytes(flags.kv_cache_dtype, dtype)
     layout = kv.kv_layout(cfg, flags.tp, flags.pp, kv_bytes, DTYPE_BYTES[dtype])
     kinds = kv.mamba_kinds(cfg, cfg.number("num_hidden_layers"))
-    weights = params.weights(cfg, files.weights_bytes, files.weights_source, files.tensor_params, dtype,
-                             flags.quantization, flags.tp * flags.pp, kinds)
+    weights = params.weights(
+        cfg,
+        files.weights_bytes,
+        files.weights_source,
+        files.tensor_params,
+        dtype,
+        flags.quantization,
+        flags.tp * flags.pp,
+        kinds,
+    )
     problems: list[tuple[str, str]] = []
     assumptions: list[str] = []
     length, derived = _lengths(cfg, flags, problems, assumptions)
@@ -105,11 +128,31 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         weights.per_gpu_bytes -= offload
         weights.source += f", less {flags.cpu_offload_gb:g} GiB offloaded to the CPU (--cpu-offload-gb)"
     if cfg.multimodal and weights.estimated:
-        assumptions.append("multimodal: the vision encoder is counted from vision_config (estimated); its "
-                           "profile pass on the largest images is not")
+        assumptions.append(
+            "multimodal: the vision encoder is counted from vision_config (estimated); its "
+            "profile pass on the largest images is not"
+        )
     block = flags.block_size or DEFAULT_BLOCK
     if layout.min_block_size and (flags.block_size is None or block < layout.min_block_size):
         block = layout.min_block_size
         assumptions.append(f"block size {block}: vLLM raises the attention block until a page holds a Mamba state")
-    return Launch(files, cfg, flags, gpu, dtype, dtype_source, kv_bytes, kv_source, layout, weights, util,
-                  block, length, seqs, tokens, derived, problems, assumptions)
+    return Launch(
+        files,
+        cfg,
+        flags,
+        gpu,
+        dtype,
+        dtype_source,
+        kv_bytes,
+        kv_source,
+        layout,
+        weights,
+        util,
+        block,
+        length,
+        seqs,
+        tokens,
+        derived,
+        problems,
+        assumptions,
+    )

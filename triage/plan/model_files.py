@@ -21,8 +21,25 @@ from triage.errors import InputError
 MAX_JSON_BYTES = 8 << 20  # config.json / index: a few KB; anything over 8 MiB is not one
 MAX_HEADER_BYTES = 64 << 20
 MAX_SHARDS = 4096  # safetensors headers of the largest checkpoints are a few MB
-DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
-               "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1, "F4": 0.5}
+DTYPE_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F4": 0.5,
+}
 
 
 @dataclass
@@ -58,11 +75,20 @@ def locate(model: str) -> Path:
     if model.count("/") != 1 or model.startswith(("/", ".", "~")):
         raise InputError(f"model {model!r} is neither a folder nor an ORG/NAME id")
     snapshots = hf_cache_hub() / ("models--" + model.replace("/", "--")) / "snapshots"
-    found = sorted((p for p in snapshots.glob("*") if (p / "config.json").is_file()),
-                   key=lambda p: p.stat().st_mtime, reverse=True) if snapshots.is_dir() else []
+    found = (
+        sorted(
+            (p for p in snapshots.glob("*") if (p / "config.json").is_file()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        if snapshots.is_dir()
+        else []
+    )
     if not found:
-        raise InputError(f"model {model!r} is not in the local Hugging Face cache ({snapshots.parent}); "
-                         "download it first or give its folder (plan never uses the network)")
+        raise InputError(
+            f"model {model!r} is not in the local Hugging Face cache ({snapshots.parent}); "
+            "download it first or give its folder (plan never uses the network)"
+        )
     return found[0]
 
 

@@ -152,8 +152,16 @@ def _quantized_bytes(params: ParamCount, method: str, bits: int | None, group: i
     return dense + int(params.linear * bits / 8 * (1 + scales))
 
 
-def weights(cfg: TextConfig, files_bytes: int | None, files_source: str | None, header_params: int | None,
-            model_dtype: str, quant_flag: str | None, world: int, layer_kinds: list[str] | None) -> Weights:
+def weights(
+    cfg: TextConfig,
+    files_bytes: int | None,
+    files_source: str | None,
+    header_params: int | None,
+    model_dtype: str,
+    quant_flag: str | None,
+    world: int,
+    layer_kinds: list[str] | None,
+) -> Weights:
     """Total and per-GPU weight bytes; `world` = tp x pp (the GPUs that share the weights)."""
     params = count(cfg, layer_kinds)
     method, bits, group = quant_method(cfg, quant_flag)
@@ -173,8 +181,10 @@ def weights(cfg: TextConfig, files_bytes: int | None, files_source: str | None, 
             source = f"estimated: {method} applied at load to {n_params:,} parameters"
     elif method:
         total, estimated = _quantized_bytes(params, method, bits, group, dtype_bytes), True
-        source = f"estimated: {params.total:,} parameters, linear layers {method} {bits or 4}-bit, " \
-                 f"embeddings in {model_dtype}"
+        source = (
+            f"estimated: {params.total:,} parameters, linear layers {method} {bits or 4}-bit, "
+            f"embeddings in {model_dtype}"
+        )
     else:
         total, estimated = params.total * dtype_bytes, True
         source = f"estimated: {params.total:,} parameters x {dtype_bytes} B ({model_dtype})"

@@ -59,8 +59,9 @@ def check(cfg: Any, length_keys: tuple[str, ...]) -> None:
     if isinstance(rope, dict) and rope.get("factor") is not None:
         factor = rope["factor"]
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= MAX_FACTOR:
-            raise ValueError(f"rope_scaling.factor {_shown(factor)} is not plausible (a number above 0, at most "
-                             f"{MAX_FACTOR})")
+            raise ValueError(
+                f"rope_scaling.factor {_shown(factor)} is not plausible (a number above 0, at most {MAX_FACTOR})"
+            )
 
 
 def _within(key: str, value: Any, low: int, high: int) -> None:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from triage.memory import Check, MemoryInputs, solve
-from triage.units import gib
 from triage.plan.answer import Answer
 from triage.plan.schema import PlanRemedy
 from triage.plan.wording import describe
+from triage.units import gib
 
 Replan = Callable[[dict], str]  # flags -> the whole plan's verdict under them
 UTIL_STEP, UTIL_TRIES = 0.01, 40
@@ -34,13 +34,23 @@ def _kv(inp: MemoryInputs, out: list[PlanRemedy], longest: int | None, linear: b
     # states are not linear in the length, so there the memory model's own search answers
     n = solve.fit_len(inp) if linear else (longest or None)
     if n:
-        out.append(_offer(inp, {"--max-model-len": str(n)}, f"--max-model-len {n}: the longest length one "
-                                                               "request can have in this KV pool"))
+        out.append(
+            _offer(
+                inp,
+                {"--max-model-len": str(n)},
+                f"--max-model-len {n}: the longest length one request can have in this KV pool",
+            )
+        )
     u = solve.kv_util(inp)
     if u:
         flag = solve.num(u)
-        out.append(_offer(inp, {"--gpu-memory-utilization": flag}, f"--gpu-memory-utilization {flag}: the "
-                                                                      "smallest budget whose pool holds max_model_len"))
+        out.append(
+            _offer(
+                inp,
+                {"--gpu-memory-utilization": flag},
+                f"--gpu-memory-utilization {flag}: the smallest budget whose pool holds max_model_len",
+            )
+        )
     if solve.fp8_alone(inp):
         out.append(_offer(inp, {"--kv-cache-dtype": solve.FP8}, "--kv-cache-dtype fp8: half the KV bytes per token"))
     else:
@@ -53,14 +63,23 @@ def _kv(inp: MemoryInputs, out: list[PlanRemedy], longest: int | None, linear: b
 def _weights(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
     tp = solve.load_tp(replace(inp, failure="weights_load"))
     if tp:
-        out.append(_offer(replace(inp, failure="weights_load"), {"--tensor-parallel-size": str(tp)},
-                          f"--tensor-parallel-size {tp}: the weights split over {tp} GPUs"))
+        out.append(
+            _offer(
+                replace(inp, failure="weights_load"),
+                {"--tensor-parallel-size": str(tp)},
+                f"--tensor-parallel-size {tp}: the weights split over {tp} GPUs",
+            )
+        )
     w = inp.weights
     room = inp.free if inp.free is not None else inp.total
     size = gib(w.value) if w is not None else "the weights"
     where = gib(room.value) if room is not None else "this GPU"
-    out.append(PlanRemedy(text=f"no flag fits {size} of weights per GPU into {where}: use a quantized checkpoint "
-                               "(AWQ/GPTQ/FP8), more GPUs (--tensor-parallel-size), or a bigger GPU"))
+    out.append(
+        PlanRemedy(
+            text=f"no flag fits {size} of weights per GPU into {where}: use a quantized checkpoint "
+            "(AWQ/GPTQ/FP8), more GPUs (--tensor-parallel-size), or a bigger GPU"
+        )
+    )
 
 
 def _startup(inp: MemoryInputs, out: list[PlanRemedy], replan: Replan) -> None:
@@ -71,22 +90,39 @@ def _startup(inp: MemoryInputs, out: list[PlanRemedy], replan: Replan) -> None:
         u = round(u - UTIL_STEP, 2)  # type: ignore[operator]
     if u and u > UTIL_STEP:
         flag = solve.num(u)
-        out.append(_offer(inp, {"--gpu-memory-utilization": flag}, f"--gpu-memory-utilization {flag}: the largest "
-                                                                      "budget the free memory passes"))
+        out.append(
+            _offer(
+                inp,
+                {"--gpu-memory-utilization": flag},
+                f"--gpu-memory-utilization {flag}: the largest budget the free memory passes",
+            )
+        )
     held = inp.total.value - inp.free.value if inp.total is not None and inp.free is not None else 0
     if held > 1 << 30:
-        out.append(PlanRemedy(text=f"free the GPU: {gib(held)} is in use before vLLM starts "
-                                   "(nvidia-smi; fuser -v /dev/nvidia*)"))
+        out.append(
+            PlanRemedy(
+                text=f"free the GPU: {gib(held)} is in use before vLLM starts (nvidia-smi; fuser -v /dev/nvidia*)"
+            )
+        )
 
 
 def _graphs(inp: MemoryInputs, out: list[PlanRemedy]) -> None:
-    out.append(PlanRemedy(text="--enforce-eager: no CUDA graphs, so nothing is needed outside the budget",
-                          flags={"--enforce-eager": ""}))
+    out.append(
+        PlanRemedy(
+            text="--enforce-eager: no CUDA graphs, so nothing is needed outside the budget",
+            flags={"--enforce-eager": ""},
+        )
+    )
     u = solve.outside_util(inp)
     if u:
         flag = solve.num(u)
-        out.append(_offer(inp, {"--gpu-memory-utilization": flag}, f"--gpu-memory-utilization {flag}: leaves room "
-                                                                      "for the graphs outside the budget"))
+        out.append(
+            _offer(
+                inp,
+                {"--gpu-memory-utilization": flag},
+                f"--gpu-memory-utilization {flag}: leaves room for the graphs outside the budget",
+            )
+        )
 
 
 def remedies(ans: Answer, failed: Check, replan: Replan) -> list[PlanRemedy]:

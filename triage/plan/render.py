@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from triage.units import gib
 from triage.plan.schema import PlanReport
+from triage.units import gib
 
 FORMATS = ("terminal", "json", "markdown")
 
@@ -17,8 +17,11 @@ def _rows(p: PlanReport) -> list[tuple[str, str]]:
     rows = [
         ("model", f"{m.name} ({m.architecture}, {m.parameters / 1e9:.2f}B parameters, {m.dtype}{quant})"),
         ("GPU", f"{g.count} x {g.name}, {gib(g.total_bytes)} each{free}"),
-        ("flags", f"TP {f.tensor_parallel_size}, PP {f.pipeline_parallel_size}, max_model_len {f.max_model_len:,}, "
-                  f"gpu_memory_utilization {f.gpu_memory_utilization:g}, kv_cache_dtype {f.kv_cache_dtype}"),
+        (
+            "flags",
+            f"TP {f.tensor_parallel_size}, PP {f.pipeline_parallel_size}, max_model_len {f.max_model_len:,}, "
+            f"gpu_memory_utilization {f.gpu_memory_utilization:g}, kv_cache_dtype {f.kv_cache_dtype}",
+        ),
         ("budget", f"{gib(p.budget_bytes)} (total x {f.gpu_memory_utilization:g})"),
         ("weights", f"{gib(p.weights_bytes_per_gpu)} per GPU ({p.weights_source})"),
         ("activation peak", f"{gib(p.activation_bytes.bytes)} (estimated)"),
@@ -62,8 +65,14 @@ def terminal(p: PlanReport) -> str:
 
 
 def markdown(p: PlanReport) -> str:
-    out = [f"## vllm-triage plan: {p.verdict}" + (f" (`{p.reason}`)" if p.reason else ""), "", p.why, "",
-           "| | |", "|---|---|"]
+    out = [
+        f"## vllm-triage plan: {p.verdict}" + (f" (`{p.reason}`)" if p.reason else ""),
+        "",
+        p.why,
+        "",
+        "| | |",
+        "|---|---|",
+    ]
     out += [f"| {k} | {v.replace('|', '/')} |" for k, v in _rows(p)]
     out += ["", "**Checks**", ""] + [f"- **{c.verdict}**: {c.text}" for c in p.checks]
     if p.remedies:

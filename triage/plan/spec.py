@@ -14,30 +14,84 @@ from typing import Any
 
 # transformers' defaults for config classes that multimodal checkpoints nest without repeating.
 _DEFAULTS: dict[str, dict[str, Any]] = {
-    "llama": {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-              "num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 2048,
-              "tie_word_embeddings": False},
-    "mistral": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-                "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
-                "max_position_embeddings": 131072, "tie_word_embeddings": False},
+    "llama": {
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+    },
+    "mistral": {
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+    },
     # transformers 5.x configuration_gemma*.py: head_dim 256 whatever hidden / heads gives
-    "gemma": {"hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
-              "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
-              "tie_word_embeddings": True},
-    "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
-               "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
-               "sliding_window": 4096, "tie_word_embeddings": True},
-    "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
-                    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208,
-                    "max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6,
-                    "tie_word_embeddings": True},
+    "gemma": {
+        "hidden_size": 3072,
+        "intermediate_size": 24576,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "head_dim": 256,
+        "vocab_size": 256000,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": True,
+    },
+    "gemma2": {
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "vocab_size": 256000,
+        "max_position_embeddings": 8192,
+        "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+    "gemma3_text": {
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "vocab_size": 262208,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+    },
     "qwen3": {"head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 32768, "tie_word_embeddings": False},
     "qwen3_moe": {"head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 32768},
-    "gpt_oss": {"head_dim": 64, "num_attention_heads": 64, "num_key_value_heads": 8, "sliding_window": 128,
-                "num_local_experts": 128, "num_experts_per_tok": 4, "vocab_size": 201088},
-    "llama4_text": {"head_dim": 128, "num_local_experts": 16, "num_experts_per_tok": 1, "interleave_moe_layer_step": 1,
-                    "intermediate_size": 8192, "intermediate_size_mlp": 16384, "vocab_size": 202048,
-                    "attention_chunk_size": 8192, "tie_word_embeddings": False},
+    "gpt_oss": {
+        "head_dim": 64,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "sliding_window": 128,
+        "num_local_experts": 128,
+        "num_experts_per_tok": 4,
+        "vocab_size": 201088,
+    },
+    "llama4_text": {
+        "head_dim": 128,
+        "num_local_experts": 16,
+        "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 1,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "vocab_size": 202048,
+        "attention_chunk_size": 8192,
+        "tie_word_embeddings": False,
+    },
 }
 # Alternative key names, tried in order (vLLM's get_total_num_kv_heads reads the same list).
 _ALIASES = {
@@ -49,11 +103,28 @@ _ALIASES = {
     "decoder_sparse_step": ("decoder_sparse_step", "interleave_moe_layer_step"),
 }
 # The keys vLLM's _get_and_verify_max_len reads for the model's own length; the smallest wins.
-LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-               "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+LENGTH_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-_DTYPE_NAMES = {"half": "float16", "float16": "float16", "fp16": "float16", "bfloat16": "bfloat16",
-                "bf16": "bfloat16", "float": "float32", "float32": "float32", "fp32": "float32"}
+_DTYPE_NAMES = {
+    "half": "float16",
+    "float16": "float16",
+    "fp16": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float": "float32",
+    "float32": "float32",
+    "fp32": "float32",
+}
 
 
 @dataclass

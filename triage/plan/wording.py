@@ -9,10 +9,12 @@ from __future__ import annotations
 from triage.memory import FAILS, FITS, Check
 from triage.units import GiB
 
-_LABELS = {"startup_free_memory": "startup check: free memory >= total x gpu_memory_utilization",
-           "weights_load": "the weights fit the GPU while loading",
-           "kv_pool_positive": "a KV pool is left after weights, activation peak and non-torch memory",
-           "outside_budget": "CUDA graphs fit in the memory outside the budget"}
+_LABELS = {
+    "startup_free_memory": "startup check: free memory >= total x gpu_memory_utilization",
+    "weights_load": "the weights fit the GPU while loading",
+    "kv_pool_positive": "a KV pool is left after weights, activation peak and non-torch memory",
+    "outside_budget": "CUDA graphs fit in the memory outside the budget",
+}
 
 
 def describe(c: Check) -> str:

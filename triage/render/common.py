@@ -27,7 +27,9 @@ def headline(report: Report) -> str:
     who = " ".join(x for x in (version, f"({engine})" if engine and version else engine) if x)
     if report.outcome == "failed" and report.failure:
         where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure.phase else ""
-        state = f"FAILED{where} (line {report.failure.line}{', ' + report.failure.origin if report.failure.origin else ''})"
+        state = (
+            f"FAILED{where} (line {report.failure.line}{', ' + report.failure.origin if report.failure.origin else ''})"
+        )
     elif report.outcome == "recovered":
         where = f" during {report.failure.phase.replace('_', ' ')}" if report.failure and report.failure.phase else ""
         at = f" (line {report.failure.line})" if report.failure else ""
@@ -91,8 +93,9 @@ def one_line(report: Report) -> str:
         more = f" (+{len(report.diagnoses) - 1} more)" if len(report.diagnoses) > 1 else ""
         line = report.failure.line if report.failure else None
         at = f" at line {line}" if line else ""
-        state = f"recovered (an earlier attempt failed{at})" if report.outcome == "recovered" \
-            else f"{report.outcome}{at}"
+        state = (
+            f"recovered (an earlier attempt failed{at})" if report.outcome == "recovered" else f"{report.outcome}{at}"
+        )
         text = f"{name}: {state}: {top.id} ({top.confidence:.2f}){more}: {top.title}"
         return " ".join((text + (f"; try: {cmd}" if cmd else "")).split())
     if report.outcome == "failed":

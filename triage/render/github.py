@@ -37,8 +37,12 @@ def command(kind: str, message: str, **properties: object) -> str:
 def render(report: Report, **_: object) -> str:
     if report.outcome == "recovered":  # the server came up: a warning, not an error
         causes = "; ".join(f"{d.id}: {d.title}" for d in report.diagnoses)
-        return command("warning", f"{headline(report)}. The failed attempt: {causes}",
-                       **_location(report), title="vllm-triage: recovered")
+        return command(
+            "warning",
+            f"{headline(report)}. The failed attempt: {causes}",
+            **_location(report),
+            title="vllm-triage: recovered",
+        )
     if report.diagnoses:
         return _diagnosed(report)
     if report.outcome == "failed":
@@ -53,7 +57,7 @@ def render_many(reports: list[Report]) -> str:
     if sum(chunk.count("\n") for chunk in full) <= MAX_ANNOTATIONS:
         return "".join(full)
     failing = [r for r in reports if r.diagnoses or r.outcome == "failed"]
-    shown = failing if len(failing) <= MAX_ANNOTATIONS - 1 else failing[:MAX_ANNOTATIONS - 1]
+    shown = failing if len(failing) <= MAX_ANNOTATIONS - 1 else failing[: MAX_ANNOTATIONS - 1]
     out = "".join(_diagnosed(r, fold_others=True) if r.diagnoses else _undiagnosed(r) for r in shown)
     rest = [r for r in reports if r not in shown]
     if len(shown) == len(reports) - 1 == len(failing):
@@ -73,8 +77,11 @@ def _rest(reports: list[Report]) -> str:
     names = ", ".join(r.input.name for r in failed[:20]) + (f" and {len(failed) - 20} more" if len(failed) > 20 else "")
     message = f"{len(reports)} more logs: {counted}" + (f". Causes: {listed}. Failed: {names}" if failed else "")
     kind = "error" if failed else "notice"
-    return command(kind, _clip(message + ". The job summary has every report."),
-                   title=f"vllm-triage: {len(reports)} more logs (annotations are capped at {MAX_ANNOTATIONS})")
+    return command(
+        kind,
+        _clip(message + ". The job summary has every report."),
+        title=f"vllm-triage: {len(reports)} more logs (annotations are capped at {MAX_ANNOTATIONS})",
+    )
 
 
 def _location(report: Report) -> dict[str, object]:
@@ -92,8 +99,11 @@ def _diagnosed(report: Report, fold_others: bool = False) -> str:
     if others and not fold_others:
         listed = "; ".join(f"{d.id}: {d.title} (confidence {d.confidence:.2f})" for d in others)
         noun = "cause" if len(others) == 1 else "causes"
-        out += command("warning", f"{report.input.name}: also possible: {listed}",
-                       title=f"vllm-triage: {len(others)} other possible {noun}")
+        out += command(
+            "warning",
+            f"{report.input.name}: also possible: {listed}",
+            title=f"vllm-triage: {len(others)} other possible {noun}",
+        )
     return out
 
 

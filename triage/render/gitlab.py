@@ -32,9 +32,15 @@ def _issue(report: Report, check: str, rule: str, text: str, line: int, severity
     text = " ".join(text.split())
     if len(text) > DESCRIPTION_CHARS:
         text = text[: DESCRIPTION_CHARS - 1] + "…"
-    return {"type": "issue", "check_name": check, "description": text, "categories": ["Bug Risk"],
-            "fingerprint": digest, "severity": severity,
-            "location": {"path": report.input.name, "lines": {"begin": max(line, 1)}}}
+    return {
+        "type": "issue",
+        "check_name": check,
+        "description": text,
+        "categories": ["Bug Risk"],
+        "fingerprint": digest,
+        "severity": severity,
+        "location": {"path": report.input.name, "lines": {"begin": max(line, 1)}},
+    }
 
 
 def issues(report: Report) -> list[dict]:
@@ -49,8 +55,16 @@ def issues(report: Report) -> list[dict]:
         out.append(_issue(report, d.id, d.rule, text, line, _severity(report, d)))
     if not out and report.outcome == "failed":
         message = report.failure.message if report.failure else ""
-        out.append(_issue(report, "unknown_failure", "", f"vllm-triage: {headline(report)}. No known cause "
-                          f"matched: {message}", failure_line, _severity(report, None)))
+        out.append(
+            _issue(
+                report,
+                "unknown_failure",
+                "",
+                f"vllm-triage: {headline(report)}. No known cause matched: {message}",
+                failure_line,
+                _severity(report, None),
+            )
+        )
     return out
 
 

@@ -59,8 +59,7 @@ def _testcases(report: Report) -> list[ET.Element]:
     case = _case(report, STARTUP_CASE)
     if report.outcome == "failed":
         message = report.failure.message if report.failure else headline(report)
-        _failure(case, message, UNKNOWN_CAUSE, [headline(report), "No known cause matched this failure.", "",
-                                                message])
+        _failure(case, message, UNKNOWN_CAUSE, [headline(report), "No known cause matched this failure.", "", message])
     else:
         ET.SubElement(case, "system-out").text = clean(headline(report))
     return [case]

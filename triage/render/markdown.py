@@ -57,8 +57,10 @@ def render(report: Report, message_chars: int = MESSAGE_CHARS, **_: object) -> s
         out += ["**Failure**", "", *block(message.splitlines() or [""]), ""]
         if report.failure.downstream:
             out += ["Then, because of it:", ""]
-            out += [f"- line {e.line}, {text(e.origin or 'main process')}: {code(e.message[:200])}"
-                    for e in report.failure.downstream]
+            out += [
+                f"- line {e.line}, {text(e.origin or 'main process')}: {code(e.message[:200])}"
+                for e in report.failure.downstream
+            ]
             out.append("")
     if report.outcome == "failed" and not report.diagnoses:
         out += ["No known cause matched; see the failure above.", ""]

@@ -77,10 +77,10 @@ def clean_data(value: Any, name: bool = False) -> Any:
         return clean(value, name)
     if isinstance(value, list):
         items = [clean_data(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=False)) else items
     if isinstance(value, tuple):
-        items = tuple(clean_data(v) for v in value)
-        return value if all(a is b for a, b in zip(items, value)) else items
+        cleaned = tuple(clean_data(v) for v in value)
+        return value if all(a is b for a, b in zip(cleaned, value, strict=False)) else cleaned
     if isinstance(value, dict):
         pairs = {clean_data(k, True): clean_data(v) for k, v in value.items()}
         same = len(pairs) == len(value) and all(k in value and value[k] is v for k, v in pairs.items())

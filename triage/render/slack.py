@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from triage.version import __version__
 from triage.model.report import Diagnosis, Report
 from triage.render.common import best_remedy, command_line, headline
+from triage.version import __version__
 
 HEADER_CHARS = 150
 SECTION_CHARS = 3000
@@ -23,8 +23,12 @@ MAX_REMEDIES = 5
 REMEDY_CHARS = 180  # for its flags and again for its text: 5 remedies and a title leave ~750 for the why
 FAILURE_CHARS = 1500
 TITLE_CHARS = 300
-HEADERS = {"failed": "vLLM failed to start", "healthy": "vLLM started", "incomplete": "vLLM log incomplete",
-           "recovered": "vLLM started after a failed attempt"}
+HEADERS = {
+    "failed": "vLLM failed to start",
+    "healthy": "vLLM started",
+    "incomplete": "vLLM log incomplete",
+    "recovered": "vLLM started after a failed attempt",
+}
 
 
 def render(report: Report, **_: object) -> str:
@@ -44,7 +48,7 @@ def message(report: Report) -> dict:
     for i, d in enumerate(shown, 1):
         blocks += [{"type": "divider"}, _section(_diagnosis(i, d))]
     if len(report.diagnoses) > len(shown):
-        rest = ", ".join(f"`{_code(d.id, 80)}`" for d in report.diagnoses[len(shown):])
+        rest = ", ".join(f"`{_code(d.id, 80)}`" for d in report.diagnoses[len(shown) :])
         more = len(report.diagnoses) - len(shown)
         blocks.append(_context_text(f"{more} more possible {'cause' if more == 1 else 'causes'}: {rest}"))
     return {"blocks": blocks[:MAX_BLOCKS], "text": _fallback(report)}

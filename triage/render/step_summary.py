@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 
-
 LIMIT_BYTES = 1 << 20
 MARGIN_BYTES = 8 << 10  # room for the closing note and what other steps' tools add
 SHORT_MESSAGE_CHARS = 2_000
@@ -48,6 +47,8 @@ def summary_text(reports: list, redact: bool, budget: int) -> str:
         from triage.render.markdown import text as md_text
 
         names = ", ".join(md_text(n) for n in cut[:50]) + (", ..." if len(cut) > 50 else "")
-        chunks.append(f"> vllm-triage: {len(cut)} of {len(reports)} reports left out to keep the step summary "
-                      f"under GitHub's 1 MiB limit: {names}. Write them all with `-f markdown -o FILE`.\n")
+        chunks.append(
+            f"> vllm-triage: {len(cut)} of {len(reports)} reports left out to keep the step summary "
+            f"under GitHub's 1 MiB limit: {names}. Write them all with `-f markdown -o FILE`.\n"
+        )
     return "".join(chunks)

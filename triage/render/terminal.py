@@ -23,16 +23,22 @@ from triage.model.report import Diagnosis, Report
 from triage.render.common import command_line, facts_line, headline
 from triage.render.sanitise import clean
 
-OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow",
-                 "recovered": "bold yellow"}
+OUTCOME_STYLE = {"failed": "bold red", "healthy": "bold green", "incomplete": "bold yellow", "recovered": "bold yellow"}
 TAB = 4
 ORIGIN_CHARS = 20
 
 
 def render(report: Report, width: int = 100, color: bool = False, **_: object) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=color, color_system="standard" if color else None,
-                      highlight=False, soft_wrap=False, emoji=False)
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )
     style = OUTCOME_STYLE[report.outcome]
     if report.diagnoses:
         top = report.diagnoses[0]
@@ -44,8 +50,7 @@ def render(report: Report, width: int = 100, color: bool = False, **_: object) -
         console.print(Text(_clip(_tabs(report.failure.message), 400), style="red"))
         for echo in report.failure.downstream[:3]:
             who = echo.origin or "main process"
-            console.print(Text(f"then {who} (line {echo.line}): {_clip(_flat(echo.message), width - 30)}",
-                               style="dim"))
+            console.print(Text(f"then {who} (line {echo.line}): {_clip(_flat(echo.message), width - 30)}", style="dim"))
     if report.outcome == "failed" and not report.diagnoses:
         console.print("No known cause matched this failure; the evidence is above.")
     for i, d in enumerate(report.diagnoses, 1):
@@ -69,7 +74,7 @@ _LEADING_COMMAND = re.compile(r"(?:\s|\x1b\[[0-9;]{0,16}m)*::")  # after spaces 
 def _inert(line: str) -> str:
     """A line the layout made start with `::` (a long word folded there) is no runner command."""
     m = _LEADING_COMMAND.match(line) if "::" in line else None
-    return line if m is None else line[: m.end() - 2] + ": :" + line[m.end():]
+    return line if m is None else line[: m.end() - 2] + ": :" + line[m.end() :]
 
 
 def _diagnosis(console: Console, i: int, d: Diagnosis, width: int) -> None:
@@ -86,8 +91,9 @@ def _diagnosis(console: Console, i: int, d: Diagnosis, width: int) -> None:
             if r.check is not None and r.check.text:  # what the memory model checked it against
                 said.append(f" ({_flat(r.check.text)})", style="dim")
             if cmd:  # never wrapped: a command copied from the terminal must stay one command
-                console.print(Text("     " + _flat(cmd), style="bold cyan"), no_wrap=True, overflow="ignore",
-                              crop=False)
+                console.print(
+                    Text("     " + _flat(cmd), style="bold cyan"), no_wrap=True, overflow="ignore", crop=False
+                )
                 console.print(Padding(said, (0, 0, 0, 7)))
             else:
                 console.print(Padding(said, (0, 0, 0, 5)))

@@ -7,10 +7,9 @@ start-up) for objects that are built once by the loader and only read afterwards
 
 from __future__ import annotations
 
-
+from triage.records import Record
 from triage.rule_engine.expr import Expr
 from triage.rule_engine.template import Template
-from triage.records import Record
 
 
 class RemedyTemplate(Record, kw_only=False):

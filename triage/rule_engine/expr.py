@@ -18,13 +18,14 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
-from triage.rule_engine.op_budget import Budget, walk_cost as _walk_cost
 from triage.errors import ExpressionError
 from triage.records import Record, field
 from triage.rule_engine.functions import FUNCTIONS
+from triage.rule_engine.op_budget import Budget
+from triage.rule_engine.op_budget import walk_cost as _walk_cost
 from triage.units import GiB, KiB, MiB
 
 UNITS = {"GiB": GiB, "MiB": MiB, "KiB": KiB, "bytes": 1}
@@ -362,10 +363,21 @@ def _field(value: Any, name: str, trace: Trace) -> Any:
 
 
 _MAKERS: dict[str, Callable[[tuple], Fn]] = {
-    "number": _number_node, "string": lambda ch: _constant(ch[0][2][1:-1]), "true": lambda ch: _constant(True),
-    "false": lambda ch: _constant(False), "none": lambda ch: _constant(None), "list_": _list_node,
-    "conditional": _conditional, "or_": _or_node, "and_": _and_node, "not_": _not_node, "neg": _neg,
-    "compare": _compare_node, "arith": _arith_node, "call": _call_node, "path": _path_node,
+    "number": _number_node,
+    "string": lambda ch: _constant(ch[0][2][1:-1]),
+    "true": lambda ch: _constant(True),
+    "false": lambda ch: _constant(False),
+    "none": lambda ch: _constant(None),
+    "list_": _list_node,
+    "conditional": _conditional,
+    "or_": _or_node,
+    "and_": _and_node,
+    "not_": _not_node,
+    "neg": _neg,
+    "compare": _compare_node,
+    "arith": _arith_node,
+    "call": _call_node,
+    "path": _path_node,
 }
 
 
@@ -381,7 +393,7 @@ def _record_fields(value: Any) -> Any:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
     names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))  # type: ignore[arg-type]

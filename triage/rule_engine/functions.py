@@ -118,11 +118,11 @@ FUNCTION_DOCS: dict[str, str] = {
     "coalesce": "`coalesce(a, b, ...)`: the first argument that is not none.",
     "len": "`len(x)`: the number of items of a list or characters of a text.",
     "sum": "`sum(list)`: the sum of its numbers (of each item's `bytes`, for a list of processes); "
-           "other items are skipped.",
+    "other items are skipped.",
     "gib": "`gib(bytes)`: bytes as a number of GiB (2**30), e.g. `gib(x) > 70`.",
     "divisors": "`divisors(n, limit=none)`: the divisors of a whole number n (1 to 1 000 000) in order, "
-                "those above limit left out.",
+    "those above limit left out.",
     "version_at_least": "`version_at_least(version, floor)`: whether a version text ('0.10.1', 'v0.9') is at least "
-                        "floor; none when either cannot be read, so `not version_at_least(...)` keeps a remedy on.",
+    "floor; none when either cannot be read, so `not version_at_least(...)` keeps a remedy on.",
     "last": "`last(list)`: the last item, none for an empty list.",
 }

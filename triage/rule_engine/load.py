@@ -17,16 +17,27 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
-from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.compiled import RemedyTemplate, Rule
 from triage.rule_engine.expr import Expr, compile_expr
+from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.template import Template, compile_template
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["MAX_PACK_BYTES", "Problem", "RemedyTemplate", "Rule", "builtin_dir", "builtin_pack_paths", "expand_pack_paths",
-           "load_packs", "load_rules", "load_taxonomy", "read_pack_text"]
+__all__ = [
+    "MAX_PACK_BYTES",
+    "Problem",
+    "RemedyTemplate",
+    "Rule",
+    "builtin_dir",
+    "builtin_pack_paths",
+    "expand_pack_paths",
+    "load_packs",
+    "load_rules",
+    "load_taxonomy",
+    "read_pack_text",
+]
 
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
@@ -158,7 +169,7 @@ class _Pack:
             self.problem(f"cannot read rule pack: {exc.strerror or exc}")
             return None
         try:
-            doc = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a hardened SafeLoader subclass
+            doc = yaml.load(text, Loader=StrictLoader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             self.problem(str(getattr(exc, "problem", None) or exc), line=mark.line + 1 if mark else None)
@@ -183,8 +194,10 @@ class _Pack:
         if pack is None:
             return []
         if pack.schema_version != schema.PACK_SCHEMA_VERSION:
-            self.problem(f"schema {pack.schema_version} is not supported (this tool reads schema "
-                         f"{schema.PACK_SCHEMA_VERSION})", line=self.line(doc, ("schema",)))
+            self.problem(
+                f"schema {pack.schema_version} is not supported (this tool reads schema {schema.PACK_SCHEMA_VERSION})",
+                line=self.line(doc, ("schema",)),
+            )
             return []
         if len(pack.rules) > MAX_RULES_PER_PACK:
             self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))
@@ -210,8 +223,12 @@ class _Pack:
         if spec is None:
             return None
         if self.causes is not None and spec.cause not in self.causes:
-            self.problem(f"{spec.cause!r} is not in the taxonomy; must be one of: {', '.join(sorted(self.causes))}",
-                         line=self.line(raw, ("cause",)), rule=rid, field="cause")
+            self.problem(
+                f"{spec.cause!r} is not in the taxonomy; must be one of: {', '.join(sorted(self.causes))}",
+                line=self.line(raw, ("cause",)),
+                rule=rid,
+                field="cause",
+            )
             return None
         rule = _RuleCompiler(self, raw, spec).compile()
         if rule is not None and rule.id in self.ids:
@@ -232,15 +249,22 @@ class _RuleCompiler:
 
     def problem(self, path: tuple, message: str) -> None:
         self.failed = True
-        self.pack.problem(message, line=self.pack.line(self.raw, path) or getattr(self.raw, "line", 0), rule=self.spec.id,
-                          field=_field_label(path))
+        self.pack.problem(
+            message,
+            line=self.pack.line(self.raw, path) or getattr(self.raw, "line", 0),
+            rule=self.spec.id,
+            field=_field_label(path),
+        )
 
     def _names_known(self, path: tuple, exprs: list[Expr]) -> bool:
         """A name no context holds would fail on every log: say so now (`.inf` in YAML reads as `inf`)."""
         unknown = sorted({n for e in exprs for n in e.names()} - self.known)
         if unknown and unknown[0] in FALLBACK_NAMES:
-            self.problem(path, f"{unknown[0]!r} is read only by a fallback rule (fallback: true): it is looked up "
-                         "when no other rule explained the failure")
+            self.problem(
+                path,
+                f"{unknown[0]!r} is read only by a fallback rule (fallback: true): it is looked up "
+                "when no other rule explained the failure",
+            )
         elif unknown:
             self.problem(path, f"unknown name {unknown[0]!r}; must be one of: {', '.join(sorted(self.known))}")
         return not unknown
@@ -269,8 +293,10 @@ class _RuleCompiler:
         figures = {}
         for name, source in spec.figures.items():
             if name in CONTEXT_NAMES | FALLBACK_NAMES or not FIGURE_NAME.match(str(name)):
-                self.problem(("figures", name), "a figure name must be snake_case and not one of "
-                             f"{', '.join(sorted(CONTEXT_NAMES))}")
+                self.problem(
+                    ("figures", name),
+                    f"a figure name must be snake_case and not one of {', '.join(sorted(CONTEXT_NAMES))}",
+                )
                 continue
             figures[name] = self.expr(("figures", name), source)
         remedies = [self._remedy(i, r) for i, r in enumerate(spec.remedies)]
@@ -280,17 +306,35 @@ class _RuleCompiler:
         explanation = self._explanation()
         if self.failed:
             return None
-        return Rule(id=spec.id, cause=spec.cause, title=spec.title, source=f"{self.pack.path}:{getattr(self.raw, 'line', 0)}",
-                    event=spec.when.event, failed=spec.when.failed, phases=spec.when.phase, all=when_all, any=when_any,
-                    rank=rank, confidence=confidence, figures=figures, explanation=explanation, remedies=remedies,
-                    fallback=spec.fallback, fires_on=spec.fires_on, quiet_on=spec.quiet_on, docs=spec.docs)
+        return Rule(
+            id=spec.id,
+            cause=spec.cause,
+            title=spec.title,
+            source=f"{self.pack.path}:{getattr(self.raw, 'line', 0)}",
+            event=spec.when.event,
+            failed=spec.when.failed,
+            phases=spec.when.phase,
+            all=when_all,
+            any=when_any,
+            rank=rank,
+            confidence=confidence,
+            figures=figures,
+            explanation=explanation,
+            remedies=remedies,
+            fallback=spec.fallback,
+            fires_on=spec.fires_on,
+            quiet_on=spec.quiet_on,
+            docs=spec.docs,
+        )
 
     def _remedy(self, i: int, r: Any) -> RemedyTemplate:
         at = ("remedies", i)
-        return RemedyTemplate(text=self.tmpl((*at, "text"), r.text),
-                      flags={k: self.tmpl((*at, "flags", k), v) for k, v in r.flags.items()},
-                      env={k: self.tmpl((*at, "env", k), v) for k, v in r.env.items()},
-                      when=self.expr((*at, "when"), r.when) if r.when is not None else None)
+        return RemedyTemplate(
+            text=self.tmpl((*at, "text"), r.text),
+            flags={k: self.tmpl((*at, "flags", k), v) for k, v in r.flags.items()},
+            env={k: self.tmpl((*at, "env", k), v) for k, v in r.env.items()},
+            when=self.expr((*at, "when"), r.when) if r.when is not None else None,
+        )
 
     def _explanation(self) -> list[list[tuple[Template, Expr | None]]]:
         """Sentences, each a list of alternatives (the first whose condition holds is said)."""
@@ -307,8 +351,10 @@ class _RuleCompiler:
     def _sentence(self, path: tuple, spec: Any) -> tuple[Template, Expr | None]:
         if isinstance(spec, str):
             return self.tmpl(path, spec), None
-        return (self.tmpl((*path, "text"), spec.text),
-                self.expr((*path, "when"), spec.when) if spec.when is not None else None)
+        return (
+            self.tmpl((*path, "text"), spec.text),
+            self.expr((*path, "when"), spec.when) if spec.when is not None else None,
+        )
 
 
 def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> list[Rule]:
@@ -327,11 +373,18 @@ def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> l
         cost = sum(planned_cost(r) for r in loaded)
         if total + cost > ATTEMPT_OPS and loaded:
             worst = max(loaded, key=planned_cost)
-            problems.append(Problem(path=str(path), message=(
-                f"the pack's rules cost {cost:,} operations on one startup attempt (with {PLANNED_EVENTS:,} events "
-                f"of each bound kind), the rules before it {total:,}: over the evaluation budget of "
-                f"{ATTEMPT_OPS:,} for all rules together; the costliest is {worst.id!r} "
-                f"({planned_cost(worst):,}, {worst.source})")))
+            problems.append(
+                Problem(
+                    path=str(path),
+                    message=(
+                        f"the pack's rules cost {cost:,} operations on one startup attempt "
+                        f"(with {PLANNED_EVENTS:,} events "
+                        f"of each bound kind), the rules before it {total:,}: over the evaluation budget of "
+                        f"{ATTEMPT_OPS:,} for all rules together; the costliest is {worst.id!r} "
+                        f"({planned_cost(worst):,}, {worst.source})"
+                    ),
+                )
+            )
         total += cost
     if problems:
         raise RulePackError(problems)
@@ -345,7 +398,7 @@ def load_taxonomy(path: Path | None = None) -> dict[str, dict]:
     from triage.rule_engine.strict_yaml import StrictLoader
 
     path = path or builtin_dir() / TAXONOMY
-    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)  # noqa: S506
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=StrictLoader)
     return dict(doc["causes"])
 
 

@@ -80,8 +80,9 @@ def rule_cost(rule: Any) -> tuple[int, int]:
     once = [rule.rank, rule.confidence, *rule.figures.values()]
     for remedy in rule.remedies:
         once += [remedy.when] if remedy.when is not None else []
-        once += _template_exprs(remedy.text) + [e for t in (*remedy.flags.values(), *remedy.env.values())
-                                                for e in _template_exprs(t)]
+        once += _template_exprs(remedy.text) + [
+            e for t in (*remedy.flags.values(), *remedy.env.values()) for e in _template_exprs(t)
+        ]
     for sentence in rule.explanation:
         for template, when in sentence:
             once += _template_exprs(template) + ([when] if when is not None else [])
@@ -105,5 +106,7 @@ def over_rule_budget(rule: Any) -> str | None:
     if cost <= RULE_OPS:
         return None
     bound = f"{per:,} per {rule.event!r} event x {PLANNED_EVENTS:,} events" if rule.event else f"{per:,}"
-    return (f"its expressions cost {cost:,} operations on one startup attempt ({bound}, + {once:,} once): over "
-            f"the evaluation budget of {RULE_OPS:,}; simplify its conditions, or bind it to a rarer event")
+    return (
+        f"its expressions cost {cost:,} operations on one startup attempt ({bound}, + {once:,} once): over "
+        f"the evaluation budget of {RULE_OPS:,}; simplify its conditions, or bind it to a rarer event"
+    )

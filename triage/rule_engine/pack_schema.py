@@ -118,5 +118,8 @@ def pack_json_schema() -> dict[str, Any]:
         rules: list[RuleSpec]
 
     out = RulePack.model_json_schema(by_alias=True)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://vllm-triage.invalid/rule-pack-v1.schema.json", **out}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://vllm-triage.invalid/rule-pack-v1.schema.json",
+        **out,
+    }

@@ -44,11 +44,13 @@ class StrictLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.MarkedYAMLError("while composing", None, "aliases (*name) are not allowed in rule packs",
-                                       event.start_mark)
+            raise yaml.MarkedYAMLError(
+                "while composing", None, "aliases (*name) are not allowed in rule packs", event.start_mark
+            )
         if self._depth >= MAX_YAML_DEPTH:
-            raise yaml.MarkedYAMLError("while composing", None, f"nested more than {MAX_YAML_DEPTH} levels deep",
-                                       self.peek_event().start_mark)
+            raise yaml.MarkedYAMLError(
+                "while composing", None, f"nested more than {MAX_YAML_DEPTH} levels deep", self.peek_event().start_mark
+            )
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -60,11 +62,16 @@ class StrictLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (dict, list, set)):
-                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
-                                           "a key must be a plain value, not a list or mapping", key_node.start_mark)
+                raise yaml.MarkedYAMLError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "a key must be a plain value, not a list or mapping",
+                    key_node.start_mark,
+                )
             if key in seen:
-                raise yaml.MarkedYAMLError("while constructing a mapping", node.start_mark,
-                                           f"duplicate key {key!r}", key_node.start_mark)
+                raise yaml.MarkedYAMLError(
+                    "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+                )
             seen[key] = key_node.start_mark.line + 1
         mapping = LineDict(super().construct_mapping(node, deep=True))
         mapping.line = node.start_mark.line + 1

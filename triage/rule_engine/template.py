@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from triage.errors import ExpressionError
+from triage.records import Record
 from triage.rule_engine.expr import Trace, compile_expr
 from triage.units import gib, human, mib
-from triage.records import Record
 
 MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
 
@@ -35,8 +35,7 @@ FILTERS: dict[str, Callable[[Any], str]] = {
     "num": _flag_number,
     "str": str,
     "list": lambda v: ", ".join(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v),
-    "pids": lambda v: ", ".join(
-        f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
+    "pids": lambda v: ", ".join(f"{p['pid']}{' ' + p['name'] if p.get('name') else ''} ({gib(p['bytes'])})" for p in v),
 }
 
 # What each `{value|filter}` writes, as docs/rule-expressions.md lists it (scripts/gen_docs.py).
@@ -50,7 +49,7 @@ FILTER_DOCS: dict[str, str] = {
     "x": "a ratio with two decimals: `1.50x`",
     "fixed2": "a number with two decimals: `0.85`",
     "num": "a number as a flag takes it: whole numbers bare, fractions with two decimals (three below 0.1), "
-           "trailing zeros dropped (the default when no filter is given)",
+    "trailing zeros dropped (the default when no filter is given)",
     "str": "the value as text",
     "list": "a list's items joined with `, `",
     "pids": "a list of processes as `1234 python (8.00 GiB), ...`",
@@ -91,7 +90,7 @@ def compile_template(source: object) -> Template:
     if len(_PLACEHOLDER.findall(text)) > MAX_PLACEHOLDERS:
         raise ExpressionError(f"more than {MAX_PLACEHOLDERS} placeholders in one text")
     for m in _PLACEHOLDER.finditer(text):
-        parts.append(_literal(text[pos:m.start()]))
+        parts.append(_literal(text[pos : m.start()]))
         filt = m.group(2)
         if filt and filt not in FILTERS:
             raise ExpressionError(f"unknown filter |{filt}; must be one of: {', '.join(sorted(FILTERS))}")

@@ -16,9 +16,9 @@ import re
 from typing import Any
 
 from triage.model import events as ev
+from triage.records import Record
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
-from triage.records import Record
 
 
 class Fact(Record, kw_only=False):

@@ -18,44 +18,91 @@ from triage.model import events as ev
 from triage.timeline.signals import Signal
 
 # Exception classes that mean "the network is not there" whatever raised them.
-CONNECTION_CLASSES = frozenset({
-    "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
-    "MaxRetryError", "NewConnectionError", "ConnectTimeoutError", "ConnectTimeout", "ConnectError",
-    "ProxyError", "SSLError", "ReadTimeout", "ReadTimeoutError", "NameResolutionError", "gaierror",
-    "RemoteDisconnected", "ProtocolError", "LocalEntryNotFoundError", "OfflineModeIsEnabled",
-})
+CONNECTION_CLASSES = frozenset(
+    {
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "ConnectionAbortedError",
+        "MaxRetryError",
+        "NewConnectionError",
+        "ConnectTimeoutError",
+        "ConnectTimeout",
+        "ConnectError",
+        "ProxyError",
+        "SSLError",
+        "ReadTimeout",
+        "ReadTimeoutError",
+        "NameResolutionError",
+        "gaierror",
+        "RemoteDisconnected",
+        "ProtocolError",
+        "LocalEntryNotFoundError",
+        "OfflineModeIsEnabled",
+    }
+)
 # A module name that is not the name to install (the common ones met at vLLM's start-up).
-_DIST = {"cv2": "opencv-python", "PIL": "pillow", "yaml": "pyyaml", "sklearn": "scikit-learn",
-         "google.protobuf": "protobuf", "attr": "attrs", "decord": "decord", "librosa": "librosa",
-         "vllm_flash_attn": "vllm-flash-attn", "flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "Crypto": "pycryptodome"}
+_DIST = {
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "google.protobuf": "protobuf",
+    "attr": "attrs",
+    "decord": "decord",
+    "librosa": "librosa",
+    "vllm_flash_attn": "vllm-flash-attn",
+    "flashinfer": "flashinfer-python",
+    "flash_attn": "flash-attn",
+    "Crypto": "pycryptodome",
+}
 
 _WRAPPED = re.compile(r"^(?:[\w.]*\.)?RayTaskError\((?P<inner>[\w.]+)\)$")
 _ERRNO = re.compile(r"\[Errno (-?\d{1,6})\]|\(os error (\d{1,6})\)|\(errno: (\d{1,6})")
 _ERRNO_PATH = re.compile(r"\[Errno -?\d+\][^']*'(?P<path>[^'\n]+)'?")  # a cut paste may lose the closing quote
 _NO_MODULE = re.compile(r"No module named '(?P<name>[\w.]+)'")
 _PLEASE_INSTALL = re.compile(
-    r"(?:[Pp]lease install|pip install|is not installed|are not installed|requires? the|not found\. Please)")
+    r"(?:[Pp]lease install|pip install|is not installed|are not installed|requires? the|not found\. Please)"
+)
 _PIP_LINE = re.compile(r"`?(?P<cmd>(?:uv )?pip3? install [^`\"'\n]+?)(?:`|\"|'|\.(?:\s|$)|$| to | for )")
 _INSTALL_NAME = re.compile(
     r"[Pp]lease install (?:the )?`?(?P<name>[A-Za-z][\w.\-\[\]]*(?:[<>=!~]=?[\w.]+)?)`?"
-    r"|`?(?P<name2>[A-Za-z][\w.\-]*)`? (?:is|are) not installed")
-_TOOLKIT = re.compile(r"Could not find nvcc|nvcc[^\n]{0,40}not found|CUDA_HOME environment variable is not set"
-                      r"|cuda_home='[^']*' doesn't exist|Failed to find C compiler|No CUDA runtime is found")
+    r"|`?(?P<name2>[A-Za-z][\w.\-]*)`? (?:is|are) not installed"
+)
+_TOOLKIT = re.compile(
+    r"Could not find nvcc|nvcc[^\n]{0,40}not found|CUDA_HOME environment variable is not set"
+    r"|cuda_home='[^']*' doesn't exist|Failed to find C compiler|No CUDA runtime is found"
+)
 _PROGRAMS = ("ffmpeg", "ffprobe", "avconv", "numactl", "ninja", "git-lfs")
-_PROGRAM_WORDS = re.compile(r"\b(?P<name>" + "|".join(re.escape(p) for p in _PROGRAMS)
-                            + r")\b[^\n]{0,40}\b(?:not (?:installed|found|available)|is required|missing)", re.I)
+_PROGRAM_WORDS = re.compile(
+    r"\b(?P<name>"
+    + "|".join(re.escape(p) for p in _PROGRAMS)
+    + r")\b[^\n]{0,40}\b(?:not (?:installed|found|available)|is required|missing)",
+    re.I,
+)
 # A program met under another name: audioread tries ffmpeg, then libav's avconv, and names the last.
 _PROGRAM_PACKAGES = {"avconv": "ffmpeg", "ffprobe": "ffmpeg"}
 # A deadline a message states: "within 5 minutes", "Waited 600 seconds", "within 10000 ms".
-_DEADLINE = re.compile(r"(?:within|[Ww]aited|after|timeout of) (?P<n>\d{1,9}(?:\.\d{1,6})?) ?(?P<unit>minutes?|mins?|seconds?|secs?|s|ms)\b")
+_DEADLINE = re.compile(
+    r"(?:within|[Ww]aited|after|timeout of) (?P<n>\d{1,9}(?:\.\d{1,6})?) ?"
+    r"(?P<unit>minutes?|mins?|seconds?|secs?|s|ms)\b"
+)
 # Startup deadlines vLLM states when they run out (NCCL and collective timeouts are not these:
 # they stay nccl_failure). Which one decides the remedy: the env var or the Ray cluster.
 _TIMEOUTS = (
-    ("engine_ready", re.compile(r"Timed out waiting for engine|VLLM_ENGINE_READY_TIMEOUT_S"
-                                r"|Timed out waiting for engines to send initial message")),
+    (
+        "engine_ready",
+        re.compile(
+            r"Timed out waiting for engine|VLLM_ENGINE_READY_TIMEOUT_S"
+            r"|Timed out waiting for engines to send initial message"
+        ),
+    ),
     ("handshake", re.compile(r"Did not receive response from (?:the )?front-end process")),
     ("rpc", re.compile(r"didn't reply within|RPC [Ss]erver (?:did not|didn't) (?:reply|respond)|VLLM_RPC_TIMEOUT")),
-    ("placement_group", re.compile(r"Cannot provide a placement group|[Pp]lacement group[^\n]{0,80}(?:timed out|not ready)")),
+    (
+        "placement_group",
+        re.compile(r"Cannot provide a placement group|[Pp]lacement group[^\n]{0,80}(?:timed out|not ready)"),
+    ),
 )
 _COLLECTIVE = re.compile(r"NCCL|HCCL|[Ww]atchdog|collective|ProcessGroup")
 _UNIT_S = {"m": 60.0, "s": 1.0, "ms": 0.001}
@@ -78,9 +125,14 @@ def exception_fields(signal: Signal) -> dict[str, Any]:
     return {
         "exception_class": cls_path.rsplit(".", 1)[-1],
         "exception_module": cls_path.rsplit(".", 1)[0] if "." in cls_path else None,
-        "errno": errno, "module": module, "path": _path(message),
-        "missing": missing, "missing_kind": kind, "install": install,
-        "deadline_s": _deadline(said), "timeout_kind": _timeout_kind(said),
+        "errno": errno,
+        "module": module,
+        "path": _path(message),
+        "missing": missing,
+        "missing_kind": kind,
+        "install": install,
+        "deadline_s": _deadline(said),
+        "timeout_kind": _timeout_kind(said),
     }
 
 
@@ -138,7 +190,9 @@ def _module(file: str) -> str | None:
     return None
 
 
-def _missing(cls: str, message: str, module: str | None, errno: int | None) -> tuple[str | None, str | None, str | None]:
+def _missing(
+    cls: str, message: str, module: str | None, errno: int | None
+) -> tuple[str | None, str | None, str | None]:
     """What the message says is not installed: (name, 'module' | 'program' | 'toolkit', install line)."""
     pip = _PIP_LINE.search(message)
     install = pip.group("cmd").strip().rstrip(".") if pip else None
@@ -149,19 +203,26 @@ def _missing(cls: str, message: str, module: str | None, errno: int | None) -> t
             return name, "submodule", None
         return name, "module", install or f"pip install {_DIST.get(name, name.replace('_', '-'))}"
     if _TOOLKIT.search(message):
-        return "nvcc" if "nvcc" in message or "CUDA" in message or "cuda" in message else "a C compiler", "toolkit", None
+        return (
+            "nvcc" if "nvcc" in message or "CUDA" in message or "cuda" in message else "a C compiler",
+            "toolkit",
+            None,
+        )
     program = _path(message) if errno == 2 else None
     # a bare name with no folder and no extension is a program (a file vLLM opens has either),
     # and subprocess raising it says so outright
     if program and "/" not in program and ("." not in program or (module or "").startswith("subprocess")):
         return _PROGRAM_PACKAGES.get(program, program), "program", None
-    program = _PROGRAM_WORDS.search(message)
-    if program:
-        return program.group("name").lower(), "program", None
-    if _PLEASE_INSTALL.search(message) and cls.endswith(("ImportError", "ModuleNotFoundError", "ValueError",
-                                                         "RuntimeError", "AssertionError")):
+    named = _PROGRAM_WORDS.search(message)
+    if named:
+        return named.group("name").lower(), "program", None
+    if _PLEASE_INSTALL.search(message) and cls.endswith(
+        ("ImportError", "ModuleNotFoundError", "ValueError", "RuntimeError", "AssertionError")
+    ):
         name = _INSTALL_NAME.search(message)
         got = name and (name.group("name") or name.group("name2"))
-        if got or install:
-            return got or install.split()[-1], "module", install or (f"pip install {got}" if got else None)
+        if got:
+            return got, "module", install or f"pip install {got}"
+        if install:
+            return install.split()[-1], "module", install
     return None, None, None

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from triage.model import events as ev
 from triage.ingest.lines import Line
+from triage.model import events as ev
 from triage.model.events.base import CHATTER_LEVELS, Role
 from triage.model.phases import phase_of_frames
 from triage.records import Record, field
 
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
-SHUTDOWN_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.exceptions.CancelledError",
-                  "concurrent.futures._base.CancelledError")
+SHUTDOWN_TYPES = (
+    "KeyboardInterrupt",
+    "SystemExit",
+    "CancelledError",
+    "asyncio.exceptions.CancelledError",
+    "concurrent.futures._base.CancelledError",
+)
 E = TypeVar("E", bound=ev.Event)
 DEATH_WINDOW = 400  # lines between an engine's fatal error and the wrapper saying it died
 
@@ -116,8 +121,6 @@ class Signal(Record, frozen=False, kw_only=False):
         return tuple((type(e), e.content()) for e in self.events)
 
 
-
-
 def still_relevant(signals: list[Signal]) -> list[Signal]:
     """Of signals about to be dropped, those that can still decide the fatal one: any before
     readiness, those that end a serving server, and root errors near those (their cause)."""
@@ -154,10 +157,13 @@ def script_crash(signal: Signal) -> bool:
 
 
 def _own_script(outer: ev.Frame) -> bool:
-    return outer.func == "<module>" and "site-packages" not in outer.file and "/vllm/" not in outer.file \
-        and "dist-packages" not in outer.file and not outer.file.endswith("/bin/vllm")
-
-
+    return (
+        outer.func == "<module>"
+        and "site-packages" not in outer.file
+        and "/vllm/" not in outer.file
+        and "dist-packages" not in outer.file
+        and not outer.file.endswith("/bin/vllm")
+    )
 
 
 def is_error_event(event: ev.Event, line: Line, chain: Chain | None) -> bool:

@@ -11,14 +11,20 @@ most recent events, signals and tracebacks, plus the signals that can still end 
 
 from __future__ import annotations
 
-
-from triage.model import events as ev
-from triage.timeline.deaths import death_only, ended
 from triage.ingest.lines import Line
-from triage.timeline.signals import (
-    DEATH_WINDOW, Chain, Signal, Traceback, fatal_after_ready, fatal_anywhere, is_error_event, still_relevant,
-)
+from triage.model import events as ev
 from triage.records import Record, field
+from triage.timeline.deaths import death_only, ended
+from triage.timeline.signals import (
+    DEATH_WINDOW,
+    Chain,
+    Signal,
+    Traceback,
+    fatal_after_ready,
+    fatal_anywhere,
+    is_error_event,
+    still_relevant,
+)
 
 MAX_EVENTS_PER_ATTEMPT = 20000  # events kept from the start of an attempt, before readiness
 RECENT_EVENTS = 2000  # then (and once serving) only the most recent ones
@@ -61,7 +67,7 @@ class Attempt(Record, frozen=False, kw_only=False):
             self._head = len(self.events)
         elif len(self.events) - self._head > 2 * RECENT_EVENTS:
             drop = len(self.events) - self._head - RECENT_EVENTS
-            del self.events[self._head:self._head + drop]
+            del self.events[self._head : self._head + drop]
             self.dropped_events += drop
 
     def add_signal(self, signal: Signal) -> None:
@@ -86,8 +92,11 @@ class Attempt(Record, frozen=False, kw_only=False):
         kinds that kill a running server (a dead engine, the port taken, the OOM killer).
         """
         if self.ready is not None:
-            live = [s for s in self.signals
-                    if not s.shutdown and ((s.after_ready and fatal_after_ready(s)) or fatal_anywhere(s))]
+            live = [
+                s
+                for s in self.signals
+                if not s.shutdown and ((s.after_ready and fatal_after_ready(s)) or fatal_anywhere(s))
+            ]
             if live and not any(s.root for s in live):
                 cause = self._cause_of_death(live[0])  # an engine that died while serving: why?
                 if cause is not None:
@@ -108,8 +117,11 @@ class Attempt(Record, frozen=False, kw_only=False):
 
     def _cause_of_death(self, wrapper: Signal) -> Signal | None:
         """The root error printed next to a wrapper saying a process died after readiness."""
-        near = [s for s in self.signals
-                if s.after_ready and s.root and not s.shutdown and abs(wrapper.line - s.line) <= DEATH_WINDOW]
+        near = [
+            s
+            for s in self.signals
+            if s.after_ready and s.root and not s.shutdown and abs(wrapper.line - s.line) <= DEATH_WINDOW
+        ]
         return min(near, key=lambda s: abs(wrapper.line - s.line)) if near else None
 
     @property
@@ -197,11 +209,19 @@ class Timeline:
         after = [s for s in attempt.signals if s.line > tb.frames[-1].line]
         if any(not death_only(s) for s in after):  # type: ignore[arg-type]  # a process exiting after it does not close it
             return
-        attempt.add_signal(Signal(
-            line=tb.frames[-1].line, origin=chain.origin, pid=tb.frames[-1].pid, level=None, events=[tb.frames[-1]],
-            chain=chain, origin_phase=attempt.origin_phase.get(chain.origin), after_ready=attempt.ready is not None,
-            cut=True,
-        ))
+        attempt.add_signal(
+            Signal(
+                line=tb.frames[-1].line,
+                origin=chain.origin,
+                pid=tb.frames[-1].pid,
+                level=None,
+                events=[tb.frames[-1]],
+                chain=chain,
+                origin_phase=attempt.origin_phase.get(chain.origin),
+                after_ready=attempt.ready is not None,
+                cut=True,
+            )
+        )
 
     def _maybe_new_attempt(self, line: Line, events: list[ev.Event]) -> None:
         attempt = self.current
@@ -261,12 +281,21 @@ class Timeline:
     def _signal(self, line: Line, events: list[ev.Event], chain: Chain | None, attempt: Attempt) -> None:
         serving = attempt.ready is not None
         signal = Signal(
-            line=line.no, origin=line.origin, pid=line.pid, level=line.level, events=events, chain=chain,
+            line=line.no,
+            origin=line.origin,
+            pid=line.pid,
+            level=line.level,
+            events=events,
+            chain=chain,
             # a signal after readiness is in phase "ready" whatever its origin reached (Signal.phase):
             # asking the attempt's phase then would look for a fatal signal among all, per signal
-            origin_phase=None if serving else attempt.origin_phase.get(line.origin) or attempt.phase
+            origin_phase=None
+            if serving
+            else attempt.origin_phase.get(line.origin)
+            or attempt.phase
             or ("starting" if attempt.config_sources else None),
-            after_ready=serving, repeats=max(line.repeat, 1),
+            after_ready=serving,
+            repeats=max(line.repeat, 1),
         )
         own = next((p for e in events if (p := e.failed_phase())), None)
         if own:  # an error that names its phase also names it for the error just before it

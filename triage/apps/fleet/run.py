@@ -20,17 +20,19 @@ from triage.errors import UsageError
 DEFAULT_LIMIT = 512 << 20  # a worker holds one whole log in memory: larger ones are error rows
 MAX_BATCH = 64  # logs per worker call (one part file each)
 PROGRESS_SECONDS = 2.0
-EXTRA_MISSING = ("--ray needs the [ray] extra (vllm-triage is not on PyPI): pip install '.[ray]' in a checkout, "
-                 "or pip install \"vllm-triage[ray] @ git+URL\"")
+EXTRA_MISSING = (
+    "--ray needs the [ray] extra (vllm-triage is not on PyPI): pip install '.[ray]' in a checkout, "
+    'or pip install "vllm-triage[ray] @ git+URL"'
+)
 
 
 def ray_batch(args: Any, stdout: IO[str], stderr: IO[str]) -> tuple[list[Any], str]:
     """Triage `args.inputs` on Ray; (cause-table entries in input order, the table's text)."""
     from triage.api import Summary, Triager
-    from triage.apps.logfiles import own_outputs
     from triage.apps.cause_table import Entry, head_line, render
     from triage.apps.fleet.sources import list_sources
     from triage.apps.fleet.store import TABLE_FILE, Store
+    from triage.apps.logfiles import own_outputs
 
     ray = _import_ray()
     storage = storage_options(args.storage_option)
@@ -58,8 +60,9 @@ def ray_batch(args: Any, stdout: IO[str], stderr: IO[str]) -> tuple[list[Any], s
         if r["skipped"]:
             skipped += 1
             r = {**r, **index[(r["name"], r["sha256"])]}
-        summary = Summary(status=r["status"], cause=r["cause"], model=r["model"], vllm_version=r["vllm_version"],
-                          gpu=r["gpu"])
+        summary = Summary(
+            status=r["status"], cause=r["cause"], model=r["model"], vllm_version=r["vllm_version"], gpu=r["gpu"]
+        )
         entries.append(Entry(r["name"], summary, r["error"]))
     head = head_line(len(entries), time.monotonic() - started, workers, entries, what="batch --ray")
     if skipped:
@@ -69,8 +72,17 @@ def ray_batch(args: Any, stdout: IO[str], stderr: IO[str]) -> tuple[list[Any], s
     return entries, table
 
 
-def _run(ray: Any, sources: list[Any], triager: Any, store: Any, storage: dict[str, Any], limit: int,
-         index: dict[tuple[str, str], Any], workers: int, stderr: IO[str]) -> list[dict[str, Any]]:
+def _run(
+    ray: Any,
+    sources: list[Any],
+    triager: Any,
+    store: Any,
+    storage: dict[str, Any],
+    limit: int,
+    index: dict[tuple[str, str], Any],
+    workers: int,
+    stderr: IO[str],
+) -> list[dict[str, Any]]:
     """The Ray Data pipeline: sources -> warm workers -> summary rows, with progress on stderr."""
     from triage.apps.fleet.worker import TriageBatch
 
@@ -80,8 +92,14 @@ def _run(ray: Any, sources: list[Any], triager: Any, store: Any, storage: dict[s
     # The Triager (its compiled rules) and the keys to skip go into the object store once; each
     # worker fetches them (the actor's own arguments stay small).
     shared = [ray.put((triager, frozenset(index)))]
-    ds = ds.map_batches(TriageBatch, fn_constructor_args=(shared, store, storage, limit), batch_size=batch,
-                        batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=1)
+    ds = ds.map_batches(
+        TriageBatch,
+        fn_constructor_args=(shared, store, storage, limit),
+        batch_size=batch,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=1,
+    )
     progress = _Progress(len(items), stderr)
     results: list[dict[str, Any]] = []
     for part in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
@@ -117,15 +135,17 @@ class _Progress:
     def _line(self, tail: str = "") -> None:
         self.last = time.monotonic()
         rate = self.done / max(self.last - self.start, 1e-6)
-        self.stream.write(f"ray: {self.done}/{self.total} logs ({self.skipped} skipped, {self.errors} unreadable), "
-                          f"{rate:.0f} logs/s{tail}\n")
+        self.stream.write(
+            f"ray: {self.done}/{self.total} logs ({self.skipped} skipped, {self.errors} unreadable), "
+            f"{rate:.0f} logs/s{tail}\n"
+        )
         self.stream.flush()
 
 
 def _import_ray() -> Any:
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise UsageError(EXTRA_MISSING) from None
     return ray

@@ -28,8 +28,9 @@ def is_url(item: str) -> bool:
     return "://" in item
 
 
-def list_sources(inputs: list[str], storage_options: dict[str, Any],
-                 skip: frozenset[tuple[int, int]] = frozenset()) -> list[Source]:
+def list_sources(
+    inputs: list[str], storage_options: dict[str, Any], skip: frozenset[tuple[int, int]] = frozenset()
+) -> list[Source]:
     """Every log the inputs name, each once, in the order given (each item's logs sorted)."""
     from triage.apps.logfiles import find_logs
 

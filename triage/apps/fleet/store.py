@@ -30,9 +30,21 @@ def row_schema() -> Any:
     import pyarrow as pa
 
     text = pa.string()
-    return pa.schema([("name", text), ("sha256", text), ("size", pa.int64()), ("status", text), ("cause", text),
-                      ("model", text), ("vllm_version", text), ("gpu", text), ("error", text),
-                      ("schema_version", pa.int32()), ("report", text)])
+    return pa.schema(
+        [
+            ("name", text),
+            ("sha256", text),
+            ("size", pa.int64()),
+            ("status", text),
+            ("cause", text),
+            ("model", text),
+            ("vllm_version", text),
+            ("gpu", text),
+            ("error", text),
+            ("schema_version", pa.int32()),
+            ("report", text),
+        ]
+    )
 
 
 class Store:
@@ -83,7 +95,9 @@ class Store:
             found = self.fs.find(self.root)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(p for p in found if p.rsplit("/", 1)[-1].startswith("part-") and p.endswith(tuple(FORMATS.values())))
+        return sorted(
+            p for p in found if p.rsplit("/", 1)[-1].startswith("part-") and p.endswith(tuple(FORMATS.values()))
+        )
 
     def index(self) -> dict[tuple[str, str], dict[str, Any]]:
         """(name, sha256) -> the summary columns, for every log a part file holds."""

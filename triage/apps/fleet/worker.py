@@ -45,9 +45,11 @@ class TriageBatch:
         sources = [Source(name=i["name"], url=i["url"], size=i["size"]) for i in items]
         # An object store answers a read in tens of ms, a log is triaged in a few: the small
         # logs of the batch are fetched together while the first ones are triaged.
-        ahead = {n: self.reads.submit(self.reader.read, s) for n, s in enumerate(sources) if 0 <= s.size <= PREFETCH_MAX}
+        ahead = {
+            n: self.reads.submit(self.reader.read, s) for n, s in enumerate(sources) if 0 <= s.size <= PREFETCH_MAX
+        }
         results, rows = [], []
-        for n, (item, source) in enumerate(zip(items, sources)):
+        for n, (item, source) in enumerate(zip(items, sources, strict=False)):
             cpu = time.process_time()
             result, row = self.one(source, ahead[n].result if n in ahead else None)
             results.append({"index": item["index"], **result, "cpu": time.process_time() - cpu})
@@ -57,8 +59,9 @@ class TriageBatch:
             self.store.write(rows)
         return pa.Table.from_pylist(results, schema=result_schema())
 
-    def one(self, source: Source, read: Callable[[], bytes] | None = None
-            ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def one(
+        self, source: Source, read: Callable[[], bytes] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(summary for the driver, row to write or None when skipped); `read`: the log's bytes
         when fetched ahead (it raises what reading raised)."""
         redact = self.triager.redact
@@ -77,11 +80,19 @@ class TriageBatch:
             record = self.triager.record(data, source.name)
             del data
         summary = summarize(record)
-        result = {"name": record["input"]["name"], "sha256": sha, **_summary_fields(summary),
-                  "error": record.get("error"), "skipped": False}
+        result = {
+            "name": record["input"]["name"],
+            "sha256": sha,
+            **_summary_fields(summary),
+            "error": record.get("error"),
+            "skipped": False,
+        }
         row = {k: result[k] for k in SUMMARY_COLUMNS}
-        row.update(size=source.size if source.size >= 0 else None, report=json.dumps(record, ensure_ascii=False),
-                   schema_version=SCHEMA_VERSION if "error" not in record else None)
+        row.update(
+            size=source.size if source.size >= 0 else None,
+            report=json.dumps(record, ensure_ascii=False),
+            schema_version=SCHEMA_VERSION if "error" not in record else None,
+        )
         return result, row
 
 
@@ -101,5 +112,6 @@ def result_schema() -> Any:
     import pyarrow as pa
 
     text = pa.string()
-    return pa.schema([("index", pa.int64()), *((c, text) for c in SUMMARY_COLUMNS), ("skipped", pa.bool_()),
-                      ("cpu", pa.float64())])  # the worker's CPU seconds for the log (read, hash, triage)
+    return pa.schema(
+        [("index", pa.int64()), *((c, text) for c in SUMMARY_COLUMNS), ("skipped", pa.bool_()), ("cpu", pa.float64())]
+    )  # the worker's CPU seconds for the log (read, hash, triage)

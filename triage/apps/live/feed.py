@@ -10,14 +10,14 @@ import threading
 import time
 from collections import deque
 
-from triage.model import events as ev
-from triage.pipeline import Options
 from triage.ingest.read import CHUNK_SIZE
+from triage.model import events as ev
 from triage.model.report import Report
+from triage.pipeline import Options
 
-FEED_LIMIT = 4 << 20          # bytes queued for the pipeline before a writer waits (or skips)
-SETTLE_QUIET = 1.0            # after the fatal event: report once the output is quiet this long ...
-SETTLE_MAX = 5.0              # ... or this long after it, whichever comes first
+FEED_LIMIT = 4 << 20  # bytes queued for the pipeline before a writer waits (or skips)
+SETTLE_QUIET = 1.0  # after the fatal event: report once the output is quiet this long ...
+SETTLE_MAX = 5.0  # ... or this long after it, whichever comes first
 TICK = 0.05
 
 
@@ -107,8 +107,9 @@ class Watch:
         self.error: BaseException | None = None
         self._checked: tuple = ()
         options = dataclasses.replace(options, on_event=self._on_event, wrap_sample=0)
-        self._thread = threading.Thread(target=self._run, args=(name, options, rules),
-                                        name="vllm-triage-pipeline", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(name, options, rules), name="vllm-triage-pipeline", daemon=True
+        )
         self._thread.start()
 
     def _run(self, name: str, options: Options, rules: list) -> None:

@@ -15,17 +15,17 @@ from __future__ import annotations
 import time
 from typing import IO
 
-from triage.model import events as ev
-from triage.errors import InputError, UsageError
 from triage.apps import filters
 from triage.apps.exit_codes import exit_code
 from triage.apps.live.feed import Watch
 from triage.apps.output import emit
-from triage.pipeline import Options, load_rules
+from triage.errors import InputError, UsageError
 from triage.ingest.fifo import no_input
 from triage.ingest.read import MAX_LINE_CHARS, last_frame
-from triage.model.report import Report
 from triage.ingest.tail import Tail as _Tail
+from triage.model import events as ev
+from triage.model.report import Report
+from triage.pipeline import Options, load_rules
 
 FOLLOW_POLL = 0.1
 READY_QUIET = 1.0  # after a "listening soon" line: no error within this long is ready
@@ -52,8 +52,15 @@ def follow_command(args, stdout: IO[str]) -> int:
     healthy = report.outcome in ("healthy", "recovered")
     for fmt, out in args.outputs or [(None, None)]:
         if out is not None or not healthy:  # once ready, stdout gets one line (files still get the report)
-            emit(report, "quiet" if args.quiet and out is None else fmt, out, stdout, options.redact,
-                 args.color, args.width)
+            emit(
+                report,
+                "quiet" if args.quiet and out is None else fmt,
+                out,
+                stdout,
+                options.redact,
+                args.color,
+                args.width,
+            )
     if healthy:
         where = f" (line {ready[0]}: {ready[1]!r})" if ready is not None else ""
         from triage.render.sanitise import clean
@@ -63,8 +70,7 @@ def follow_command(args, stdout: IO[str]) -> int:
     return exit_code([report])
 
 
-def follow(path: str, timeout: float | None, options: Options, rules: list
-           ) -> tuple[Report, tuple[int, str] | None]:
+def follow(path: str, timeout: float | None, options: Options, rules: list) -> tuple[Report, tuple[int, str] | None]:
     """Tail PATH from its start until readiness, a fatal event (plus its burst) or the timeout.
 
     Returns the report and the (line number, words) that said ready, if one did."""
@@ -78,8 +84,12 @@ def follow(path: str, timeout: float | None, options: Options, rules: list
     scan = _ReadyScan()
     last_data = time.monotonic()
     try:
-        while not (watch.settled(last_data) or watch.broken or tail.ended
-                   or (deadline is not None and time.monotonic() >= deadline)):
+        while not (
+            watch.settled(last_data)
+            or watch.broken
+            or tail.ended
+            or (deadline is not None and time.monotonic() >= deadline)
+        ):
             data = tail.read()
             if not data:
                 if scan.soon is not None and time.monotonic() - last_data >= READY_QUIET and watch.fatal_at is None:
@@ -95,8 +105,12 @@ def follow(path: str, timeout: float | None, options: Options, rules: list
         tail.close()
     report = watch.finish()
     if tail.fifo and not tail.received:  # an empty pipe is no log, not a healthy or unfinished one
-        raise no_input(path, "its writer closed it without writing anything" if tail.ended
-                       else f"nothing was written to it{'' if timeout is None else f' within {timeout:g} s'}")
+        raise no_input(
+            path,
+            "its writer closed it without writing anything"
+            if tail.ended
+            else f"nothing was written to it{'' if timeout is None else f' within {timeout:g} s'}",
+        )
     return report, scan.ready if report.outcome in ("healthy", "recovered") else None
 
 

@@ -18,17 +18,17 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from triage.errors import TriageError, UsageError
 from triage.apps.exit_codes import ArgParser
 from triage.apps.live.feed import TICK, Feed, Watch
 from triage.apps.output import emit, isatty
-from triage.pipeline import Options, load_rules
+from triage.errors import TriageError, UsageError
 from triage.model.report import Report, found_failure
+from triage.pipeline import Options, load_rules
 
 PUMP_CHUNK = 64 * 1024
-TERM_GRACE = 10.0             # a child that ignores SIGTERM this long is killed
-GROUP_GRACE = 3.0             # after an interrupted child exits, its group gets this long to follow
-DRAIN_GRACE = 5.0             # after the child exits, wait this long for its pipe to close
+TERM_GRACE = 10.0  # a child that ignores SIGTERM this long is killed
+GROUP_GRACE = 3.0  # after an interrupted child exits, its group gets this long to follow
+DRAIN_GRACE = 5.0  # after the child exits, wait this long for its pipe to close
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -67,8 +67,13 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
             _clear_group(proc.pid)
     code = proc.returncode
     if not printed:
-        _report_run(watch, args, stderr, only_if=lambda r: found_failure(r) or (code != 0 and not forwarder.count),
-                    exit_code=None if forwarder.count else code)
+        _report_run(
+            watch,
+            args,
+            stderr,
+            only_if=lambda r: found_failure(r) or (code != 0 and not forwarder.count),
+            exit_code=None if forwarder.count else code,
+        )
     if pump.log_error:
         stderr.write(f"vllm-triage: could not write {args.log}: {pump.log_error}\n")
     return 0 if args.exit_zero else 128 - code if code < 0 else code
@@ -77,7 +82,7 @@ def run_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int
 def _parse_run(argv: list[str]):
     if "--" in argv:
         cut = argv.index("--")
-        opts, cmd = argv[:cut], argv[cut + 1:]
+        opts, cmd = argv[:cut], argv[cut + 1 :]
     elif argv and not argv[0].startswith("-"):
         opts, cmd = [], argv
     else:
@@ -85,25 +90,52 @@ def _parse_run(argv: list[str]):
     from triage.apps.conventions import size_arg, width_arg
     from triage.render import FORMATS
 
-    p = ArgParser(prog="vllm-triage run", usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] [-q] [options] -- CMD [ARGS ...]",
-                description="Run a vLLM server, pass its output through, and "
-                "explain a failed startup on stderr. Exits with the command's exit code.")
+    p = ArgParser(
+        prog="vllm-triage run",
+        usage="vllm-triage run [--log FILE] [-f FORMAT] [-o FILE] [-q] [options] -- CMD [ARGS ...]",
+        description="Run a vLLM server, pass its output through, and "
+        "explain a failed startup on stderr. Exits with the command's exit code.",
+    )
     p.add_argument("--log", metavar="FILE", help="also write the command's output to FILE")
-    p.add_argument("-f", "--format", choices=FORMATS,
-                   help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown)")
+    p.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        help="report format (default: $VLLM_TRIAGE_FORMAT, else terminal on a TTY, else markdown)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stderr ('-': stderr)")
-    p.add_argument("--max-bytes", type=size_arg, default=None, metavar="SIZE",
-                   help="stop analysing after this much output (e.g. 20MiB); all of it is still passed through")
+    p.add_argument(
+        "--max-bytes",
+        type=size_arg,
+        default=None,
+        metavar="SIZE",
+        help="stop analysing after this much output (e.g. 20MiB); all of it is still passed through",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="the report as one line (files still get it whole)")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 whatever the command's exit code "
-                   "(a command that cannot be started still exits 126 or 127)")
-    p.add_argument("--rules", action="append", default=[], metavar="DIR_OR_FILE",
-                   help="add a rule pack (or a folder of them) to the built-in ones")
+    p.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 whatever the command's exit code (a command that cannot be started still exits 126 or 127)",
+    )
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR_OR_FILE",
+        help="add a rule pack (or a folder of them) to the built-in ones",
+    )
     p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                   help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is")
-    p.add_argument("--no-redact", action="store_true",
-                   help="show secrets found in the output (local use only: never paste such a report)")
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show secrets found in the output (local use only: never paste such a report)",
+    )
     args = p.parse_args(opts)
     args.output = None if args.output == "-" else args.output
     if not cmd:
@@ -125,12 +157,14 @@ def _spawn(cmd: list[str]) -> subprocess.Popen:
     env.setdefault("PYTHONUNBUFFERED", "1")  # its stdout is a pipe now; keep print() output live
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     stdin = subprocess.DEVNULL if isatty(sys.stdin) else None  # a background group cannot read the tty
-    return subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
-                            env=env, **group)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0, env=env, **group
+    )  # type: ignore[call-overload]
 
 
-def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None,
-                exit_code: int | None = None) -> bool:
+def _report_run(
+    watch: Watch, args, stderr: IO[str], only_if: Callable[[Report], bool] | None = None, exit_code: int | None = None
+) -> bool:
     from triage.apps.live.exit_signal import with_exit_signal
 
     try:
@@ -141,8 +175,10 @@ def _report_run(watch: Watch, args, stderr: IO[str], only_if: Callable[[Report],
         stderr.write(f"vllm-triage: could not analyse the output: {detail}\n")
         return True
     if watch.feed.skipped:
-        note = (f"the output came faster than it could be analysed: {watch.feed.skipped} bytes were skipped, "
-                "so line numbers after the first skip are approximate")
+        note = (
+            f"the output came faster than it could be analysed: {watch.feed.skipped} bytes were skipped, "
+            "so line numbers after the first skip are approximate"
+        )
         report = report.model_copy(update={"notes": [*report.notes, note]})
     if only_if is None or only_if(report):
         stderr.flush()
@@ -168,7 +204,7 @@ def _sink(stdout: IO[str]) -> Callable[[bytes], None]:
         view = memoryview(data)
         try:
             while view and not broken:
-                view = view[os.write(fd, view):]  # type: ignore[arg-type]
+                view = view[os.write(fd, view) :]  # type: ignore[arg-type]
         except OSError:  # our stdout went away (a closed pipe): keep draining the child regardless
             broken = True
 

@@ -17,13 +17,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from triage import __version__
-from triage.diagnose.redact import redact_text
 from triage.apps.serve import openapi, page
 from triage.apps.serve.limits import ACCEPTED, MEDIA, SLACK_MAX_BYTES, ApiError, ServerConfig
 from triage.apps.serve.requests import check_length, clean_name, media_type, parse_json_body, pick_format
 from triage.apps.serve.service import Service
 from triage.apps.serve.slack_command import slack_answer, slack_headers_problem, verify_slack
 from triage.apps.serve.workers import WorkerPool
+from triage.diagnose.redact import redact_text
 
 log = logging.getLogger("vllm_triage.serve")
 NO_STORE = {"Cache-Control": "no-store"}
@@ -39,7 +39,9 @@ def _authorize(request: Request) -> None:
     if expected is None:
         return
     scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(expected.encode(), given.strip().encode("utf-8", "replace")):
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        expected.encode(), given.strip().encode("utf-8", "replace")
+    ):
         raise ApiError(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
 
 
@@ -78,8 +80,11 @@ async def triage(request: Request) -> Response:
     service = _service(request)
     ctype = media_type(request.headers.get("content-type"))
     if ctype not in ACCEPTED:
-        raise ApiError(415, f"unsupported content type {ctype[:60] or '(none)'!r}: send the log as text/plain, "
-                       'as application/json {"log": ...} or as a multipart/form-data upload (field \'file\')')
+        raise ApiError(
+            415,
+            f"unsupported content type {ctype[:60] or '(none)'!r}: send the log as text/plain, "
+            "as application/json {\"log\": ...} or as a multipart/form-data upload (field 'file')",
+        )
     query = request.query_params.get("format")
     pick_format(query, None, None)
     given_name = _query_name(request)
@@ -89,7 +94,7 @@ async def triage(request: Request) -> Response:
     fmt = pick_format(query, field, request.headers.get("accept"))
     if not data.strip():
         raise ApiError(400, "the body is empty: send a vLLM startup log")
-    text = await service.analyse(request.receive, data, given_name or name, fmt, deadline)
+    text = await service.analyse(request.receive, data, given_name or name, fmt, deadline)  # type: ignore[arg-type]
     request.app.state.metrics.report(text)
     return Response(text, media_type=MEDIA[fmt], headers=NO_STORE)
 
@@ -125,7 +130,7 @@ async def slack(request: Request) -> Response:
         raise ApiError(401, problem)
 
     async def analyse(text: bytes) -> str:
-        answer = await service.analyse(request.receive, text, "slack.log", "slack", deadline)
+        answer = await service.analyse(request.receive, text, "slack.log", "slack", deadline)  # type: ignore[arg-type]
         request.app.state.metrics.report(answer)
         return answer
 
@@ -153,6 +158,7 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
 def _page_routes(app: FastAPI) -> None:
     files = page.load()
     for path, (data, media) in files.items():
+
         async def serve_file(data: bytes = data, media: str = media) -> Response:
             return Response(data, media_type=media, headers=page.PAGE_HEADERS)
 

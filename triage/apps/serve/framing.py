@@ -50,15 +50,22 @@ class GuardedConnection(h11.Connection):
             self.chunks = self.received = 0
             names = {name.lower() for name, _ in event.headers}
             if b"content-length" in names and b"transfer-encoding" in names:
-                self._refuse(400, "Bad Request", "a request with both Content-Length and Transfer-Encoding is "
-                                                 "refused and its connection closed (RFC 9112 6.1)")
+                self._refuse(
+                    400,
+                    "Bad Request",
+                    "a request with both Content-Length and Transfer-Encoding is "
+                    "refused and its connection closed (RFC 9112 6.1)",
+                )
         elif isinstance(event, h11.Data):
             self.received += len(event.data)
             self.chunks += event.chunk_start
             if self.chunks > chunk_budget(self.received):
-                self._refuse(413, "Content Too Large",
-                             f"the chunked body has {self.chunks} chunks for {self.received} bytes: send it in "
-                             f"fewer, larger chunks (at most {CHUNKS_FREE} plus one per {CHUNK_MIN_AVERAGE} bytes)")
+                self._refuse(
+                    413,
+                    "Content Too Large",
+                    f"the chunked body has {self.chunks} chunks for {self.received} bytes: send it in "
+                    f"fewer, larger chunks (at most {CHUNKS_FREE} plus one per {CHUNK_MIN_AVERAGE} bytes)",
+                )
         return event
 
     def _refuse(self, status: int, reason: str, message: str) -> None:

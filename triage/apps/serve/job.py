@@ -9,8 +9,8 @@ from __future__ import annotations
 import io
 import json
 
-from triage.pipeline import Options, run
 from triage.diagnose.redact import redact_data, redact_text
+from triage.pipeline import Options, run
 from triage.render import render
 
 

@@ -24,11 +24,11 @@ class ServerConfig:
     max_bytes: int = 20 << 20
     max_concurrency: int = 4
     timeout: float = 30.0
-    token: str | None = None          # VLLM_TRIAGE_TOKEN; None: no auth (loopback or --insecure-no-auth)
-    slack_secret: str | None = None   # SLACK_SIGNING_SECRET; None: the Slack endpoint is off
+    token: str | None = None  # VLLM_TRIAGE_TOKEN; None: no auth (loopback or --insecure-no-auth)
+    slack_secret: str | None = None  # SLACK_SIGNING_SECRET; None: the Slack endpoint is off
     extra_rules: tuple[str, ...] = ()
-    header_timeout: float = 10.0      # seconds for a request's headers to arrive (slow-loris)
-    max_connections: int = 1000       # open connections at once; lowered to fit the fd limit
+    header_timeout: float = 10.0  # seconds for a request's headers to arrive (slow-loris)
+    max_connections: int = 1000  # open connections at once; lowered to fit the fd limit
 
 
 class ApiError(Exception):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 
 ROUTES = ("/healthz", "/metrics", "/v1/rules", "/v1/triage", "/v1/slack/command", "/", "/openapi.json")
@@ -32,8 +32,10 @@ class _Restarts:
         self.pool = pool
 
     def collect(self):
-        family = CounterMetricFamily("vllm_triage_worker_restarts", "Analysis worker processes replaced "
-                                     "(killed after a timeout or a hang-up, or found dead)")
+        family = CounterMetricFamily(
+            "vllm_triage_worker_restarts",
+            "Analysis worker processes replaced (killed after a timeout or a hang-up, or found dead)",
+        )
         family.add_metric([], getattr(self.pool, "restarts", 0))
         yield family
 
@@ -43,15 +45,28 @@ class Metrics:
 
     def __init__(self, pool: Any) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("vllm_triage_http_requests", "HTTP requests by route, method and status",
-                                ("path", "method", "status"), registry=self.registry)
-        self.seconds = Histogram("vllm_triage_http_request_duration_seconds", "Time to answer a request",
-                                 ("path",), registry=self.registry,
-                                 buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
-        self.reports = Counter("vllm_triage_reports", "Logs analysed, by the report's outcome and leading cause "
-                               "(none: no diagnosis)", ("outcome", "cause"), registry=self.registry)
-        self.rejected = Counter("vllm_triage_rejected_bodies", "Request bodies refused, by why",
-                                ("reason",), registry=self.registry)
+        self.requests = Counter(
+            "vllm_triage_http_requests",
+            "HTTP requests by route, method and status",
+            ("path", "method", "status"),
+            registry=self.registry,
+        )
+        self.seconds = Histogram(
+            "vllm_triage_http_request_duration_seconds",
+            "Time to answer a request",
+            ("path",),
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.reports = Counter(
+            "vllm_triage_reports",
+            "Logs analysed, by the report's outcome and leading cause (none: no diagnosis)",
+            ("outcome", "cause"),
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "vllm_triage_rejected_bodies", "Request bodies refused, by why", ("reason",), registry=self.registry
+        )
         self.registry.register(_Restarts(pool))
 
     def report(self, answer: Any) -> None:
@@ -65,6 +80,7 @@ class Metrics:
 
     def middleware(self, app):
         """ASGI middleware counting each HTTP request once it is answered."""
+
         async def counted(scope, receive, send) -> None:
             if scope["type"] != "http":
                 await app(scope, receive, send)

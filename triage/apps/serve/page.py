@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from importlib import resources
 
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 FILES = {  # URL path -> (file in static/, media type)
     "/": ("index.html", "text/html; charset=utf-8"),
     "/docs": ("docs.html", "text/html; charset=utf-8"),
@@ -18,8 +20,12 @@ FILES = {  # URL path -> (file in static/, media type)
     "/static/docs.js": ("docs.js", "text/javascript; charset=utf-8"),
     "/static/page.css": ("page.css", "text/css; charset=utf-8"),
 }
-PAGE_HEADERS = {"Content-Security-Policy": CSP, "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache",
-                "Cross-Origin-Opener-Policy": "same-origin"}
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
 
 
 def load() -> dict[str, tuple[bytes, str]]:

@@ -33,8 +33,10 @@ CAP_LOG_SECONDS = 60.0  # at most one "connection cap" line per minute
 def raw_json_response(status: int, reason: str, message: str) -> bytes:
     """A whole HTTP/1.1 answer that closes the connection, for refusals below the ASGI app."""
     body = json.dumps({"error": message}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
     return head.encode() + body
 
 
@@ -52,8 +54,9 @@ class ConnectionGuard:
     that, new connections get 503 at once.
     """
 
-    def __init__(self, cap: int, header_timeout: float, drain_bytes: int, drain_seconds: float,
-                 reserve: int = HEALTH_RESERVE) -> None:
+    def __init__(
+        self, cap: int, header_timeout: float, drain_bytes: int, drain_seconds: float, reserve: int = HEALTH_RESERVE
+    ) -> None:
         self.cap, self.reserve, self.header_timeout = cap, reserve, header_timeout
         self.drain_bytes, self.drain_seconds = drain_bytes, drain_seconds
         self.counts = {FULL: 0, PROBATION: 0}
@@ -92,8 +95,11 @@ class ConnectionGuard:
     def _log_cap(self) -> None:
         now = time.monotonic()
         if now - self._logged_at >= CAP_LOG_SECONDS and any(self._unlogged):
-            log.warning("connection cap reached (%d open): closed %d connection(s) waiting for a request, "
-                        "refused %d with 503", self.cap, *self._unlogged)
+            log.warning(
+                "connection cap reached (%d open): closed %d connection(s) waiting for a request, refused %d with 503",
+                self.cap,
+                *self._unlogged,
+            )
             self._logged_at, self._unlogged = now, [0, 0]
 
     def wait(self, protocol: GuardedH11Protocol, waiting: bool) -> None:
@@ -104,7 +110,8 @@ class ConnectionGuard:
 
     def release(self, protocol: GuardedH11Protocol) -> None:
         self.waiting.pop(protocol, None)
-        self.counts[protocol.kind] -= 1
+        if protocol.kind is not None:  # admitted (a refused connection never took a slot)
+            self.counts[protocol.kind] -= 1
 
 
 class _Transport:
@@ -142,8 +149,7 @@ class GuardedH11Protocol(H11Protocol):
         self._write_timer: asyncio.TimerHandle | None = None
         self._drain_left = 0
         if not self.admitted:
-            transport.write(raw_json_response(503, "Service Unavailable",
-                                              "too many open connections; retry shortly"))
+            transport.write(raw_json_response(503, "Service Unavailable", "too many open connections; retry shortly"))
             transport.close()
             return
         super().connection_made(_Transport(transport, self))  # type: ignore[arg-type]
@@ -185,8 +191,14 @@ class GuardedH11Protocol(H11Protocol):
             self.guard.wait(self, False)
             return False
         self._disarm()
-        self._real.write(raw_json_response(503, "Service Unavailable", "the server is at its connection cap: "
-                                           "this connection, still waiting for a request, was closed to make room"))
+        self._real.write(
+            raw_json_response(
+                503,
+                "Service Unavailable",
+                "the server is at its connection cap: "
+                "this connection, still waiting for a request, was closed to make room",
+            )
+        )
         self._real.close()
         self._release()
         self.guard.shed_one()
@@ -244,18 +256,22 @@ class GuardedH11Protocol(H11Protocol):
         """A request h11 cannot parse or that framing.py refuses: an `{"error"}` answer, then close."""
         self._disarm()
         self.guard.wait(self, False)
-        refusal = self.conn.refusal
+        refusal = self.conn.refusal if isinstance(self.conn, GuardedConnection) else None
         if self.cycle is None or not self.cycle.response_started:
-            self._real.write(raw_json_response(refusal.status, refusal.reason, refusal.message) if refusal
-                             else raw_json_response(400, "Bad Request", "invalid HTTP request"))
+            self._real.write(
+                raw_json_response(refusal.status, refusal.reason, refusal.message)
+                if refusal
+                else raw_json_response(400, "Bad Request", "invalid HTTP request")
+            )
         self._real.close()
 
     def _header_timeout(self) -> None:
         self._timer = None
         if self.conn.their_state is h11.IDLE and not self._real.is_closing() and not self.draining:
             seconds = f"{self.guard.header_timeout:g}"
-            self._real.write(raw_json_response(408, "Request Timeout",
-                                               f"the request headers did not arrive within {seconds} s"))
+            self._real.write(
+                raw_json_response(408, "Request Timeout", f"the request headers did not arrive within {seconds} s")
+            )
             self._real.close()
 
     def _arm(self, seconds: float, callback) -> None:
@@ -277,9 +293,18 @@ def health_only(app):
         if scope["type"] != "http" or scope.get("path") in HEALTH_PATHS:
             await app(scope, receive, send)
             return
-        await send({"type": "http.response.start", "status": 503,
-                    "headers": [(b"content-type", b"application/json"), (b"retry-after", b"2"),
-                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"retry-after", b"2"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     return answer

@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 
-from triage.errors import InputError
-from triage.pipeline import load_rules
 from triage.apps.serve.limits import CLIENT_GONE, GZIP_EXPANSION, ApiError, ServerConfig, too_large
 from triage.apps.serve.requests import Multipart
 from triage.apps.serve.workers import InternalError, WorkerDied, WorkerPool
+from triage.errors import InputError
+from triage.pipeline import load_rules
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -98,8 +98,9 @@ class Service:
 
     def take_slot(self) -> Job:
         if not self.slots.acquire():
-            raise ApiError(503, f"busy: {self.config.max_concurrency} analyses are running; retry shortly",
-                           {"Retry-After": "2"})
+            raise ApiError(
+                503, f"busy: {self.config.max_concurrency} analyses are running; retry shortly", {"Retry-After": "2"}
+            )
         return Job(self.slots)
 
     async def read_body(self, request, limit: int, deadline: float) -> bytes:
@@ -144,6 +145,7 @@ class Service:
         outcome: dict[str, Any] = {}
         try:
             async with anyio.create_task_group() as tg:
+
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass

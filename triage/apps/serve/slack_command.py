@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from triage.diagnose.redact import redact_text
 from triage.apps.serve.limits import SLACK_MAX_AGE, ApiError
+from triage.diagnose.redact import redact_text
 
 
 def slack_headers_problem(timestamp: str | None, signature: str | None, now: float) -> str | None:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from triage.errors import InputError
 from triage.apps.serve.job import analyse_bytes
+from triage.errors import InputError
 
 POLL_SECONDS = 0.05  # how soon a cancelled request's worker is killed
 START_SECONDS = 120  # a worker that is not ready by then is taken for dead
@@ -70,8 +70,7 @@ def worker_main(conn: Connection, extra_rules: tuple[str, ...], analyse: Analyse
 class _Worker:
     def __init__(self, ctx: Any, extra_rules: tuple[str, ...], target: Callable[..., None]) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=target, args=(child, extra_rules), daemon=True,
-                                   name="vllm-triage-worker")
+        self.process = ctx.Process(target=target, args=(child, extra_rules), daemon=True, name="vllm-triage-worker")
         self.process.start()
         child.close()
         self.ready = False

@@ -13,24 +13,69 @@ are read by their kind and not gathered here.
 
 from __future__ import annotations
 
+from triage.model.events import layers as _layers  # noqa: F401 - its classes register their kinds
 from triage.model.events.base import Event, Role  # noqa: F401
-from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    OomProcess, TorchOom, CudaErrorOom, CpuAllocFailed, MemoryBudget, MemoryProfile, KvCacheMemory,
-    KvCachePinned, KvCacheTokens, MaxConcurrency, CacheBlocks, WeightsLoaded, StartupFreeMemory,
-    ProfilingMismatch, KvTooSmall, KvNeeded, NoCacheMemory, MambaBlocksShort,
-)
-from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    PhaseMark, GraphCaptureDone, SamplerWarmupOom, LoadModelOom, EncoderCacheBudget, SwapSpace,
-    Ready, EngineConfig, RankAssigned, CudaGraphEstimate, CudaGraphAdvice, CudaGraphPool,
-    SchedulerBatch,
+from triage.model.events.evidence import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
+    GpuInfo,
+    GpuProcess,
+    GpuProcessesCounted,
+    SystemInfo,
 )
 from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    TracebackStart, Frame, ChainNote, ExceptionRaised, ProcessDied, ErrorLine, AddressInUse,
-    HubAuthError, RepoNotFound, ArchitectureUnsupported, NotDivisible, NotEnoughGpus,
-    CapabilityTooLow, DriverProblem, NcclError, SharedMemoryProblem, HostMemoryProblem, ArgumentsRejected,
-    RestartCount, SignalKilled, ProcessCrash,
+    AddressInUse,
+    ArchitectureUnsupported,
+    ArgumentsRejected,
+    CapabilityTooLow,
+    ChainNote,
+    DriverProblem,
+    ErrorLine,
+    ExceptionRaised,
+    Frame,
+    HostMemoryProblem,
+    HubAuthError,
+    NcclError,
+    NotDivisible,
+    NotEnoughGpus,
+    ProcessCrash,
+    ProcessDied,
+    RepoNotFound,
+    RestartCount,
+    SharedMemoryProblem,
+    SignalKilled,
+    TracebackStart,
 )
-from triage.model.events import layers as _layers  # noqa: F401 - its classes register their kinds
-from triage.model.events.evidence import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
-    GpuInfo, GpuProcess, GpuProcessesCounted, SystemInfo,
+from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
+    CacheBlocks,
+    CpuAllocFailed,
+    CudaErrorOom,
+    KvCacheMemory,
+    KvCachePinned,
+    KvCacheTokens,
+    KvNeeded,
+    KvTooSmall,
+    MambaBlocksShort,
+    MaxConcurrency,
+    MemoryBudget,
+    MemoryProfile,
+    NoCacheMemory,
+    OomProcess,
+    ProfilingMismatch,
+    StartupFreeMemory,
+    TorchOom,
+    WeightsLoaded,
+)
+from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events
+    CudaGraphAdvice,
+    CudaGraphEstimate,
+    CudaGraphPool,
+    EncoderCacheBudget,
+    EngineConfig,
+    GraphCaptureDone,
+    LoadModelOom,
+    PhaseMark,
+    RankAssigned,
+    Ready,
+    SamplerWarmupOom,
+    SchedulerBatch,
+    SwapSpace,
 )

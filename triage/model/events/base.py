@@ -135,4 +135,3 @@ class Event(Record):
 def event_fields(cls: type[Event]) -> tuple[str, ...]:
     """The data fields of an event class (what a rule may read)."""
     return cls._names
-

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 from triage.model.events.base import Event, event
-
 
 # --- evidence bundles: nvidia-smi, fuser, collect_env ------------------------------------
 

@@ -3,10 +3,8 @@ died, logged errors, and the startup failures that are not about GPU memory."""
 
 from __future__ import annotations
 
-
 from triage.model.events.base import CHATTER_LEVELS, SERIOUS_LEVELS, Event, FactSink, Role, event
 from triage.model.phases import FRAME_PHASES
-
 
 # --- failures -------------------------------------------------------------------------
 

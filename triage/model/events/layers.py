@@ -9,7 +9,6 @@ report). Texts and versions: ../shared/errors.md.
 
 from __future__ import annotations
 
-
 from triage.model.events.base import Event, Role, event
 
 
@@ -133,5 +132,15 @@ class MainGuardMissing(Event):
     problem: str = "a new process was started before the script finished its bootstrapping phase"
 
 
-LAYER_EVENTS = (DeviceError, LoaderError, PackageMismatch, GpuNotVisible, HubUnreachable, ModelFilesCorrupt,
-                DiskFull, NotWritable, ConfigInvalid, MainGuardMissing)
+LAYER_EVENTS = (
+    DeviceError,
+    LoaderError,
+    PackageMismatch,
+    GpuNotVisible,
+    HubUnreachable,
+    ModelFilesCorrupt,
+    DiskFull,
+    NotWritable,
+    ConfigInvalid,
+    MainGuardMissing,
+)

@@ -80,8 +80,13 @@ class MemoryProfile(Event):
 
     kind = "memory_profile"
     reached = failed_in = KV_ALLOCATION
-    facts = {"weights_bytes": "weights", "non_torch_bytes": "non_torch", "activation_peak_bytes": "activation_peak",
-             "kv_cache_bytes": "kv_cache", "non_kv_bytes": "non_kv_total"}
+    facts = {
+        "weights_bytes": "weights",
+        "non_torch_bytes": "non_torch",
+        "activation_peak_bytes": "activation_peak",
+        "kv_cache_bytes": "kv_cache",
+        "non_kv_bytes": "non_kv_total",
+    }
     weights: int | None = None
     non_torch: int | None = None
     activation_peak: int | None = None
@@ -221,8 +226,12 @@ class KvNeeded(Event):
     role = Role.CAUSE
     failed_in = KV_ALLOCATION
     # the failing request's length is the configured one; the estimate is vLLM's own, on exact figures
-    facts = {"max_model_len": "max_seq_len", "kv_cache_bytes": "available", "kv_needed_bytes": "needed",
-             "kv_estimated_max_len": "estimated_max_len"}
+    facts = {
+        "max_model_len": "max_seq_len",
+        "kv_cache_bytes": "available",
+        "kv_needed_bytes": "needed",
+        "kv_estimated_max_len": "estimated_max_len",
+    }
     max_seq_len: int
     needed: int | None = None  # None when the line was cut before the figures
     available: int | None = None

@@ -6,7 +6,6 @@ from __future__ import annotations
 from triage.model.events.base import Event, FactSink, Role, event
 from triage.records import field
 
-
 # --- phases ---------------------------------------------------------------------------
 
 
