@@ -93,7 +93,6 @@ def _epilog() -> str:
 
 
 def _triage_parser() -> argparse.ArgumentParser:
-    from triage.apps.conventions import size_arg, width_arg
     from triage.render import FORMATS
 
     p = ArgParser(
@@ -151,6 +150,14 @@ def _triage_parser() -> argparse.ArgumentParser:
         help="read the settings from FILE, not the .vllm-triage.toml or pyproject.toml found upward",
     )
     p.add_argument("--no-config", action="store_true", help="read no settings file")
+    _add_output_options(p)
+    return p
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """Rule packs, the look of the report, redaction, limits, and the version."""
+    from triage.apps.conventions import size_arg, width_arg
+
     p.add_argument(
         "--rules",
         action="append",
@@ -175,7 +182,6 @@ def _triage_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
     p.add_argument("-V", "--version", action="version", version=f"vllm-triage {__version__}")
-    return p
 
 
 def main(
