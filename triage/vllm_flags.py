@@ -156,7 +156,7 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
             value, i = tokens[i], i + 1
         if not known:
             _check_serve_flag(tok, name)
-            flags.ignored.append(tok if value is None else f"{tok} {value}")
+            flags.ignored.append(tok if value is None or "=" in tok else f"{tok} {value}")
             continue
         _set(flags, name, value)
         if name != "model":
@@ -170,17 +170,60 @@ def parse(tokens: list[str], flags: ServeFlags | None = None) -> ServeFlags:
 
 
 @functools.lru_cache(maxsize=1)
-def serve_flags() -> frozenset[str]:
-    """The names (no dashes) of the flags `vllm serve` takes, from the packaged list."""
+def _serve_flag_table() -> tuple[dict[str, tuple[str, str]], str]:
+    """The packaged list (scripts/catalogue/serve_flags.py): each flag's first and last release
+    read, and the newest release read. Lines are `NAME FIRST LAST`; a bare `NAME` has no span."""
     from importlib import resources
 
     text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    table: dict[str, tuple[str, str]] = {}
+    newest = ""
+    for line in text.splitlines():
+        if line.startswith("# Releases read:"):
+            newest = line.removeprefix("# Releases read:").strip().rstrip(".").split()[-1]
+        elif line.strip() and not line.startswith("#"):
+            name, *span = line.split()
+            table[name] = (span[0], span[-1]) if span else ("", "")
+    return table, newest
+
+
+def serve_flags() -> frozenset[str]:
+    """The names (no dashes) of the flags `vllm serve` takes, from the packaged list."""
+    return frozenset(_serve_flag_table()[0])
+
+
+def _serve_name(name: str) -> str | None:
+    """The listed flag `name` stands for: itself, its `no-` form, or a `--json-flag.key` of one."""
+    for candidate in (name, name[3:] if name.startswith("no-") else "", name.partition(".")[0]):
+        if candidate in serve_flags():
+            return candidate
+    return None
+
+
+def releases_note(token: str) -> str:
+    """`--flag` with the releases that have it, where not every release read does (a flag
+    vLLM dropped is worth saying: the user's release may refuse it)."""
+    flag = token.split()[0].partition("=")[0]
+    if not flag.startswith("-"):
+        return token
+    name = _serve_name(SHORT.get(flag, flag.lstrip("-").replace("_", "-")))
+    table, newest = _serve_flag_table()
+    first, last = table.get(name or "", ("", ""))
+    if not first:
+        return token
+    oldest = min((span[0] for span in table.values() if span[0]), key=_release_key)
+    if last != newest:
+        return f"{token} (vLLM {first} to {last} only; later releases refuse it)"
+    return token if first == oldest else f"{token} (vLLM {first} and later)"
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
 def _check_serve_flag(token: str, name: str) -> None:
     """A flag neither the plan nor `vllm serve` knows is a typo: refused, with the nearest real one."""
-    if name in serve_flags() or (name.startswith("no-") and name[3:] in serve_flags()):
+    if _serve_name(name) is not None:
         return
     near = difflib.get_close_matches(name, sorted(serve_flags() | set(FLAGS)), n=1, cutoff=0.75)
     hint = f" (did you mean --{near[0]}?)" if near else ""

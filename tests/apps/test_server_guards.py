@@ -24,9 +24,9 @@ for _mod in ("fastapi", "uvicorn", "python_multipart"):
 from conftest import ROOT  # noqa: E402
 from serve_support import GUARDS, call, read_all, read_status, running, wait_for, with_fd_limit  # noqa: E402
 
-from triage.apps.serve.serve_cli import log_to  # noqa: E402
 from triage.apps.serve.framing import CHUNKS_FREE, chunk_budget  # noqa: E402
 from triage.apps.serve.protocol import ConnectionGuard  # noqa: E402
+from triage.apps.serve.serve_cli import log_to  # noqa: E402
 
 
 def _raise_fd_limit(need: int) -> None:

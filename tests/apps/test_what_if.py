@@ -89,3 +89,24 @@ def test_a_tensor_parallel_size_that_does_not_divide_the_heads_fails():
     assert rc == 1
     rc, doc = _checks(str(log), "--tensor-parallel-size", "4")
     assert [c["verdict"] for c in doc["checks"] if c["name"] == "tensor_parallel_divides"] == ["fits"]
+
+
+NO_TOTAL = FIXTURES / "kv_cache_insufficient" / "v1-0.10.1-llama8b-no-gpu-total-estimate-25552.log"
+
+
+def test_a_lower_utilization_without_the_gpu_total_fails_where_even_the_largest_pool_is_short():
+    # the log has no GPU total: lowering --gpu-memory-utilization can only shrink the pool, so a
+    # need above the largest pool it can leave fails (it said "cannot tell" before)
+    for length in ("32768", "20000"):  # 20000 is under vLLM's estimate at 0.9, over any pool at 0.85
+        rc, doc = _checks(str(NO_TOTAL), "--gpu-memory-utilization", "0.85", "--max-model-len", length)
+        assert rc == 1 and doc["verdict"] == "fails", length
+        [kv] = [c for c in doc["checks"] if c["name"] == "kv_fits_max_model_len"]
+        assert kv["need"]["lo"] > kv["have"]["hi"] and kv["have"]["lo"] is None  # bounded above only
+        assert abs(kv["have"]["hi"] / 2**30 - 2.119) < 0.005
+    # a need under that bound stays open: the pool's lower end needs the total
+    rc, doc = _checks(str(NO_TOTAL), "--gpu-memory-utilization", "0.85", "--max-model-len", "8192")
+    assert rc == 2 and doc["verdict"] == "cannot tell"
+    rc, out, _ = _run(str(NO_TOTAL), "--gpu-memory-utilization", "0.85", "--max-model-len", "20000")
+    assert "have at most 2.12 GiB" in out and "inf" not in out
+    # the same flags with the utilization kept: vLLM's own estimate answers as before
+    assert _checks(str(NO_TOTAL), "--max-model-len", "25552")[0] == 0

@@ -253,3 +253,23 @@ def test_pinned_pool_line_is_read():
     )
     facts = triage_text(log).facts
     assert facts.get("kv_cache_memory_bytes") == round(4.25 * GiB)
+
+
+def test_a_lower_utilization_bounds_the_pool_without_the_total():
+    from triage.memory.budget import pool_at_lower_util
+
+    g = float(1 << 30)
+    pool = Quantity.rounded(3 * g, 0.01 * g)  # printed 3.00 GiB at utilization 0.9
+    # non_kv (>= 9 GiB) drops out only to its lower end: total = (pool + non_kv) / 0.9 >= 13.33 GiB,
+    # so 0.1 less utilization takes at least 1.33 GiB: the pool is at most 3.005 x 8/9 - 9 / 9
+    shrunk = pool_at_lower_util(pool, 0.9, 0.8, 9 * g, None)
+    assert shrunk.hi == pytest.approx(3.005 * g * 8 / 9 - g) and shrunk.lo == float("-inf")
+    both = pool_at_lower_util(pool, 0.9, 0.8, 9 * g, 10 * g)
+    assert both.lo == pytest.approx(2.995 * g * 8 / 9 - 10 * g / 9) and both.hi == shrunk.hi
+    # a larger GPU cannot help: for any total consistent with the print, the pool stays under hi
+    for non_kv in (9 * g, 20 * g, 60 * g):
+        for printed in (2.995 * g, 3.005 * g):
+            total = (printed + non_kv) / 0.9
+            assert total * 0.8 - non_kv <= shrunk.hi + 1
+    with pytest.raises(ValueError):
+        pool_at_lower_util(pool, 0.9, 0.95, 0.0, None)

@@ -372,12 +372,44 @@ def test_real_serve_flags_the_plan_does_not_use_are_listed_not_refused():
 def test_the_serve_flag_list_is_data_with_its_provenance():
     from importlib import resources
 
-    text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
-    assert "Provenance:" in text
     from triage.vllm_flags import serve_flags
 
-    assert {"max-model-len", "tensor-parallel-size", "served-model-name", "port"} <= serve_flags()
-    assert not any(name.startswith("-") or name != name.strip() for name in serve_flags())
+    text = resources.files("triage.plan").joinpath("vllm_serve_flags.txt").read_text(encoding="utf-8")
+    header = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("scripts/catalogue/serve_flags.py" in line for line in header)
+    releases = next(line for line in header if line.startswith("# Releases read:")).split(":")[1].strip(" .").split()
+    assert len(releases) >= 20 and releases[0] == "0.6.6.post1"
+    rows = [line.split() for line in text.splitlines() if line and not line.startswith("#")]
+    assert [r[0] for r in rows] == sorted({r[0] for r in rows})  # sorted, no duplicates
+    for name, first, last in rows:  # every row: a bare name and a span of releases read, in order
+        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", name), name
+        assert releases.index(first) <= releases.index(last), name
+    every = {r[0] for r in rows if r[1] == releases[0] and r[2] == releases[-1]}
+    assert {"model", "tensor-parallel-size", "max-model-len", "gpu-memory-utilization", "port"} <= every
+    assert {"served-model-name", "max-num-seqs", "kv-cache-dtype"} <= serve_flags()
+
+
+def test_a_typo_is_still_refused_with_the_real_flag_suggested():
+    code, out, err = run("--model", LLAMA, "--gpu", "L4", "--max-modle-len", "1")
+    assert code == 2 and not out and "did you mean --max-model-len" in err
+
+
+def test_a_flag_vllm_dropped_is_listed_with_the_releases_that_had_it():
+    from triage.vllm_flags import _serve_flag_table
+
+    table, newest = _serve_flag_table()
+    dropped = next(name for name, (_, last) in sorted(table.items()) if last != newest)
+    code, p = plan_json("--model", LLAMA, "--gpu", "H100", f"--{dropped}=1", "--port", "8001")
+    assert code == 0 and p["flags"]["ignored"] == [f"--{dropped}=1", "--port 8001"]
+    first, last = table[dropped]
+    note = next(n for n in p["notes"] if n.startswith("not taken into account"))
+    assert f"--{dropped}=1 (vLLM {first} to {last} only" in note
+    assert note.endswith(", --port 8001")  # a flag every release has: no span
+
+
+def test_a_json_flag_key_is_a_real_flag():
+    code, p = plan_json("--model", LLAMA, "--gpu", "H100", "--compilation-config.cudagraph_mode", "NONE")
+    assert code == 0 and p["flags"]["ignored"] == ["--compilation-config.cudagraph_mode NONE"]
 
 
 @pytest.mark.parametrize(

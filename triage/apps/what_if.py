@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import IO, Any
 
 from triage.apps.exit_codes import ArgParser
@@ -119,7 +120,12 @@ def _divisibility(events: list, tp: int | None) -> list[Check]:
 def _figure(q, unit: str) -> dict[str, Any] | None:
     if q is None:
         return None
-    return {"value": q.value, "lo": q.lo, "hi": q.hi, "unit": unit, "provenance": q.source}
+    return {"value": q.value, "lo": _finite(q.lo), "hi": _finite(q.hi), "unit": unit, "provenance": q.source}
+
+
+def _finite(x: float | None) -> float | None:
+    """JSON has no infinity: a side the log's figures leave unbounded is null."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def _json(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Check], verdict: str) -> dict:
@@ -135,7 +141,7 @@ def _json(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: list[Ch
                 "name": c.name,
                 "what": c.what,
                 "verdict": c.verdict,
-                "margin": c.margin,
+                "margin": _finite(c.margin),
                 "unit": c.unit,
                 "provenance": c.source,
                 "note": c.note,
@@ -158,7 +164,9 @@ def _terminal(log: str, inputs: MemoryInputs, flags: dict[str, str], checks: lis
     ]
     for c in checks:
         figures = ""
-        if c.need is not None and c.have is not None:
+        if c.need is not None and c.have is not None and c.verdict == FAILS:  # even the best case misses
+            figures = f"  [need at least {fmt(c.need.lo, c.unit)}, have at most {fmt(c.have.hi, c.unit)}]"
+        elif c.need is not None and c.have is not None and math.isfinite(c.have.lo):
             figures = f"  [need {fmt(c.need.hi, c.unit)}, have {fmt(c.have.lo, c.unit)} worst case]"
         out.append(f"  {c.verdict:11s} {c.name:24s} {c.describe()}{figures}")
     if not checks:

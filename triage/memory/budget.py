@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from triage.memory.quantities import GIVEN, Quantity
+from triage.memory.quantities import DERIVED, GIVEN, Quantity
 
 STEP = 0.01  # utilizations are offered in hundredths
 FINE_STEP = 0.001  # and in thousandths below 0.10
@@ -80,3 +80,22 @@ def util_leaving(total: Quantity, util: float, extra_outside: Quantity, step: fl
 
 def given(x: float) -> Quantity:
     return Quantity.exact(x, GIVEN)
+
+
+def pool_at_lower_util(
+    pool: Quantity, util: float, new_util: float, non_kv_lo: float, non_kv_hi: float | None
+) -> Quantity:
+    """The pool a lower utilization leaves when the GPU's total is not in the log.
+
+    pool = total x U - non_kv, so under u < U it is pool x k - non_kv x (1 - k) with k = u / U
+    (the total drops out): at most pool.hi x k - non_kv.lo x (1 - k), however large the GPU,
+    since non_kv >= 0. Its lower end needs non_kv's upper end; without one it is unbounded
+    (-inf), so a check that misses even at the upper end still fails and any other cannot tell.
+    """
+    k = new_util / util
+    if not 0 < k < 1:
+        raise ValueError("only a lower utilization is bounded without the GPU's total")
+    hi = pool.hi * k - max(non_kv_lo, 0.0) * (1 - k)
+    lo = pool.lo * k - non_kv_hi * (1 - k) if non_kv_hi is not None else -math.inf
+    value = pool.value * k - max(non_kv_lo, 0.0) * (1 - k)
+    return Quantity(value, lo, hi, DERIVED)

@@ -8,6 +8,8 @@ A check whose inputs the log does not give is *cannot tell* with the missing fig
 
 from __future__ import annotations
 
+import math
+
 from triage.memory.quantities import Quantity, weakest
 from triage.records import Record
 from triage.units import GiB, MiB
@@ -59,6 +61,8 @@ class Check(Record, kw_only=False):
             head = f"fits with {amount} to spare"
         elif self.verdict == FAILS:
             head = f"fails, short by {fmt(max(self.need.lo - self.have.hi, 0), self.unit)} at best"  # type: ignore[union-attr]
+        elif not math.isfinite(m):  # a figure bounded on one side only (e.g. the GPU's total missing)
+            head = "cannot tell: the log's figures bound it on one side only"
         else:
             head = f"cannot tell: within the rounding of the printed figures ({amount} either way)"
         tail = f" ({self.note})" if self.note else ""

@@ -149,8 +149,8 @@ def _pool_positive(inp: MemoryInputs, cfg: Config, r: Resolved) -> Check | None:
     if cfg.kv_cache_memory is not None and inp.free is not None and r.non_kv is not None:
         need = r.non_kv + Quantity.exact(cfg.kv_cache_memory, GIVEN)
         return compare(NO_POOL, "pinned KV cache and the rest fit the free memory", need, inp.free)
-    if inp.total is None:
-        return None
+    if inp.total is None:  # a pool bounded without the total (a lower utilization) still answers
+        return compare(NO_POOL, what, Quantity.exact(1, GIVEN), r.pool) if r.pool not in (None, inp.pool) else None
     req = budget.requested(inp.total, r.util)
     if r.pool is not None:
         return compare(NO_POOL, what, Quantity.exact(1, GIVEN), r.pool)

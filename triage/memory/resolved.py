@@ -150,6 +150,11 @@ def _pool_under(
     unchanged = util == inp.util.value and tp_ratio == 1 and token_ratio <= 1
     if unchanged and inp.pool is not None and inp.kv_cache_memory is None:
         return inp.pool  # a smaller profile batch only grows the pool: the printed one is the worst case
+    lower_util_only = tp_ratio == 1 and token_ratio == 1 and util < inp.util.value
+    if inp.total is None and inp.pool is not None and inp.kv_cache_memory is None and lower_util_only:
+        # the pool can only shrink: bounded above, whatever the GPU's total
+        floor = nk.lo if nk is not None else inp.weights.lo if inp.weights is not None else 0.0
+        return budget.pool_at_lower_util(inp.pool, inp.util.value, util, floor, nk.hi if nk is not None else None)
     if inp.total is None or nk is None:
         return None
     if (

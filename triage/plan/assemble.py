@@ -18,6 +18,7 @@ from triage.plan.launch import Launch
 from triage.plan.remedies import remedies
 from triage.plan.wording import describe
 from triage.units import gib
+from triage.vllm_flags import releases_note
 
 EXIT = {"fits": 0, "does not fit": 1, "borderline": 2, "cannot tell": 2}
 
@@ -123,7 +124,7 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
     )
     notes = list(launch.layout.notes) + list(launch.files.notes) + list(gpu.notes)
     if launch.flags.ignored:
-        notes.append("not taken into account: " + " ".join(launch.flags.ignored))
+        notes.append("not taken into account: " + ", ".join(releases_note(t) for t in launch.flags.ignored))
     assumptions = [
         launch.dtype_source,
         f"KV dtype {launch.kv_source}",
