@@ -156,10 +156,10 @@ def test_paste_a_log_get_the_cause_on_screen(page):
     page.click("#copy-md")  # the Markdown comes from a second request: wait for the page to say it copied
     from playwright.sync_api import expect
 
-    expect(page.locator("#status")).to_have_text("Markdown copied")
+    expect(page.locator("#status")).to_have_text("Markdown copied", timeout=120_000)
     assert page.evaluate("navigator.clipboard.readText()").startswith("## vllm-triage: failed")
     page.click("#copy-slack")
-    expect(page.locator("#status")).to_have_text("Slack text copied")
+    expect(page.locator("#status")).to_have_text("Slack text copied", timeout=120_000)
     slack = page.evaluate("navigator.clipboard.readText()")
     assert slack.startswith("*vllm-triage: failed*") and "<details>" not in slack and "## " not in slack
 
@@ -223,7 +223,7 @@ def test_the_report_is_rendered_from_json_with_nothing_to_unescape(page, tmp_pat
     page.click("#copy-slack")
     from playwright.sync_api import expect
 
-    expect(page.locator("#status")).to_have_text("Slack text copied")
+    expect(page.locator("#status")).to_have_text("Slack text copied", timeout=120_000)
     slack = page.evaluate("navigator.clipboard.readText()")
     assert "\\" not in slack and expected_ids(LOG)[0] in slack
     page.locator("#report details").first.evaluate("d => d.open = true")
