@@ -104,7 +104,9 @@ def _resolve(shared: Any) -> tuple[Triager, Any]:
     if isinstance(shared, list):
         import ray
 
-        return ray.get(shared[0])
+        ref: Any = shared[0]  # the (Triager, options) put in the object store once
+        resolved: tuple[Triager, Any] = ray.get(ref)
+        return resolved
     return shared
 
 
