@@ -21,8 +21,8 @@ import re
 OVERRIDES: list[tuple[str, str, str]] = [
     (r"vllm/v1/engine/core_client\.py", "Engine core initialization failed", "unknown_failure"),
     (r"vllm/v1/engine/utils\.py", "Engine core initialization failed", "unknown_failure"),
-    # a wrapper that names the worker method that raised, never why: the error before it decides
-    (r"vllm/.*", "This might cause deadlock in distributed execution", "unknown_failure"),
+    # a wrapper: it names the worker method that raised, never why (the error follows it)
+    (r"vllm/.*", "Error executing method", "unknown_failure"),
     (r"vllm/.*", "Timed out waiting for engine core processes to start", "startup_timeout"),
     (r"vllm/.*", "Did not receive response from front-end process", "startup_timeout"),
     (r"vllm/worker/.*|vllm/v1/worker/.*", "Error in memory profiling", "foreign_gpu_processes"),

@@ -51,8 +51,9 @@ PASTES = {
     "mamba": ("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (511).", "kv_cache_insufficient"),
     "no-module": ("ModuleNotFoundError: No module named 'pyarrow'", "dependency_missing"),
     "engine-timeout": (
-        "TimeoutError: Timed out waiting for engine core processes to start. Waited 600 seconds"
-        " (configured by VLLM_ENGINE_READY_TIMEOUT_S).",
+        "TimeoutError: Timed out waiting for engine core processes to start. This is often caused by"
+        " slow weight loading for large models. Waited 600s (configured by"
+        " VLLM_ENGINE_READY_TIMEOUT_S).",
         "startup_timeout",
     ),
 }

@@ -169,6 +169,12 @@ class FailureEvents(Transformer):
             "capability": _cap(caps[1]) if len(caps) > 1 else None,
         }
 
+    def torch_arch(self, arch, tail=None):
+        return {"kind": "torch_arch", "capability": _cap(str(arch)[3:].rstrip("a"))}
+
+    def torch_arch_old(self, cap, tail=None):
+        return {"kind": "torch_arch", "capability": str(cap)}
+
     def driver(self, head, tail=None):
         text = str(head)
         found = re.search(r"found version (\d+)", str(tail or ""))
@@ -238,6 +244,12 @@ class FailureEvents(Transformer):
         text = str(head)
         signal = next((sig for word, sig in _CRASH_SIGNALS if word in text), "SIGABRT")
         return {"kind": "process_crash", "signal": signal, "detail": f"{text} {tail or ''}".strip()[:300]}
+
+    def probe_kill(self, container, kind, tail=None):
+        return {"kind": "stop_requested", "by": f"{kind} probe", "probe": True}
+
+    def stop_signal(self, sig, tail=None):
+        return {"kind": "stop_requested", "by": str(sig), "probe": False}
 
     def supervisor(self, head, tail=None):
         return {"kind": "process_died", "name": "the server's container or unit", "wrapper": str(head)}

@@ -93,7 +93,7 @@ _TIMEOUTS = (
     (
         "engine_ready",
         re.compile(
-            r"Timed out waiting for engine|VLLM_ENGINE_READY_TIMEOUT_S"
+            r"Timed out waiting for (?:new )?engine|VLLM_ENGINE_READY_TIMEOUT_S"
             r"|Timed out waiting for engines to send initial message"
         ),
     ),

@@ -168,6 +168,16 @@ class CapabilityTooLow(Event):
 
 
 @event
+class TorchArch(Event):
+    """torch's `... with CUDA capability sm_NN is not compatible with the current PyTorch
+    installation.`: the GPU's compute capability, which the build-mismatch remedies name."""
+
+    kind = "torch_arch"
+    facts = {"compute_capability": "capability"}
+    capability: str
+
+
+@event
 class DriverProblem(Event):
     """Driver / CUDA runtime / kernel build mismatch."""
 
@@ -241,6 +251,22 @@ class RestartCount(Event):
 
     def add_facts(self, facts: FactSink) -> None:
         facts.set("restart_count", max(self.count, facts.value("restart_count") or 0), self)
+
+
+@event
+class StopRequested(Event):
+    """Something outside vLLM stopped it: a Kubernetes probe that failed (the kubelet restarts
+    the container), or the stop signal vLLM's engine core logs. Before readiness, with no error
+    before it, the start ran out of someone's time; after readiness it ends nothing that failed
+    (not `ends_server`), so a server stopped on purpose stays healthy."""
+
+    kind = "stop_requested"
+    role = Role.CAUSE
+    by: str  # "startup probe", "liveness probe", "SIGTERM", ...
+    probe: bool = False
+
+    def describe(self) -> str | None:
+        return f"stopped by its {self.by}" if self.probe else f"stopped by {self.by}"
 
 
 @event

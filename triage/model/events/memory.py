@@ -246,6 +246,7 @@ class MambaBlocksShort(Event):
     kind = "mamba_blocks_short"
     role = Role.CAUSE
     failed_in = KV_ALLOCATION
+    facts = {"mamba_blocks": "blocks", "max_num_seqs": "max_num_seqs"}  # the memory model's Mamba answers
     max_num_seqs: int
     blocks: int
 
