@@ -136,8 +136,14 @@ def page(browser, server):
 
 
 def _diagnose(pg, text: str) -> str:
+    """Paste, press the button, and wait for this analysis to finish: the click's handler says
+    "analysing…" at once and "done" (or an error) when the report is shown; waiting for a report
+    heading alone would find the previous report's and race the new request."""
+    from playwright.sync_api import expect
+
     pg.fill("#log", text)
     pg.click("#go")
+    expect(pg.locator("#status")).not_to_have_text("analysing…", timeout=120_000)
     pg.wait_for_selector("#report h2", timeout=120_000)
     return pg.inner_text("#report")
 

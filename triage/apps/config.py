@@ -21,10 +21,12 @@ import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path  # imported at run time only where a settings file exists (start-up)
 
 NAMES = (".vllm-triage.toml", "pyproject.toml")
 KEYS = ("format", "rules", "ignore", "min-confidence")
@@ -47,17 +49,25 @@ def _toml():
     return tomllib
 
 
-def _table(path: Path) -> dict[str, Any] | None:
+def _table(path: str | Path) -> dict[str, Any] | None:
     """The settings table of one file (None: a pyproject.toml without one)."""
-    toml = _toml()
     try:
-        data = toml.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    is_pyproject = os.path.basename(path) == "pyproject.toml"
+    if is_pyproject and "vllm-triage" not in text:
+        return None  # most projects' pyproject.toml: no TOML parser needed to say so
+    toml = _toml()
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     tool = data.get("tool")
-    if path.name == "pyproject.toml" or (isinstance(tool, dict) and "vllm-triage" in tool):
+    if is_pyproject or (isinstance(tool, dict) and "vllm-triage" in tool):
         table = tool.get("vllm-triage") if isinstance(tool, dict) else None
         if table is not None and not isinstance(table, dict):
             raise UsageError(f"{path}: [tool.vllm-triage] must be a table")
@@ -66,21 +76,30 @@ def _table(path: Path) -> dict[str, Any] | None:
 
 
 def find(start: Path | None = None) -> tuple[Path, dict[str, Any]] | None:
-    """The first settings file upward from `start` (the working directory) and its table."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
+    """The first settings file upward from `start` (the working directory) and its table.
+
+    Walked with os.path: a plain run with no settings file never imports pathlib."""
+    here = os.path.realpath(str(start) if start is not None else os.getcwd())
+    while True:
         for name in NAMES:
-            path = folder / name
-            if path.is_file():
-                table = _table(path)
+            candidate = os.path.join(here, name)
+            if os.path.isfile(candidate):
+                table = _table(candidate)
                 if table is not None:
-                    return path, table
-    return None
+                    from pathlib import Path
+
+                    return Path(candidate), table
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def load(explicit: str | None = None, start: Path | None = None) -> Config:
     """The settings: from `explicit` (--config FILE) or found upward; none found is no settings."""
     if explicit is not None:
+        from pathlib import Path
+
         path = Path(explicit)
         if not path.is_file():
             raise UsageError(f"--config {explicit}: no such file")
