@@ -155,11 +155,15 @@ def confidence(value: Any, where: str) -> float:
 
 
 def check_causes(causes: list[str], where: str) -> list[str]:
-    """Cause ids split on commas, each one in the taxonomy (a typo is refused, with the nearest)."""
+    """Cause ids split on commas, each one in the taxonomy (a typo is refused, with the nearest).
+
+    No causes given (a plain run): the taxonomy is not read."""
+    out = [c.strip() for item in causes for c in item.split(",") if c.strip()]
+    if not out:
+        return out
     from triage.rule_engine.load import load_taxonomy
 
     known = set(load_taxonomy())
-    out = [c.strip() for item in causes for c in item.split(",") if c.strip()]
     for cause in out:
         if cause not in known:
             near = difflib.get_close_matches(cause, sorted(known), n=1, cutoff=0.6)
