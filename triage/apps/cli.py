@@ -156,27 +156,9 @@ def _triage_parser() -> argparse.ArgumentParser:
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     """Rule packs, the look of the report, redaction, limits, and the version."""
-    from triage.apps.conventions import size_arg, width_arg
+    from triage.apps.conventions import report_options, size_arg
 
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="DIR_OR_FILE",
-        help="add a rule pack (or a folder of them) to the built-in ones",
-    )
-    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (20 to 1000 columns)")
-    p.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is",
-    )
-    p.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="show secrets found in the log (local use only: never paste such a report)",
-    )
+    report_options(p, "the log")
     p.add_argument(
         "--max-bytes", type=size_arg, default=None, metavar="SIZE", help="refuse inputs larger than this (e.g. 20MiB)"
     )

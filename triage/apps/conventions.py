@@ -70,3 +70,27 @@ def default_format(to_tty: bool) -> str:
 def output_path(out: str | None) -> str | None:
     """`-o -` means stdout, as it does for most tools (None: stdout)."""
     return None if out in (None, STDOUT) else out
+
+
+def report_options(p: argparse.ArgumentParser, source: str) -> None:
+    """The options every command that writes a report takes alike (the log's and `run`'s):
+    extra rule packs, the terminal's width and colour, and redaction."""
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR_OR_FILE",
+        help="add a rule pack (or a folder of them) to the built-in ones",
+    )
+    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (20 to 1000 columns)")
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help=f"show secrets found in {source} (local use only: never paste such a report)",
+    )

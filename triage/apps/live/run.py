@@ -87,7 +87,7 @@ def _parse_run(argv: list[str]):
         opts, cmd = [], argv
     else:
         opts, cmd = argv, []
-    from triage.apps.conventions import size_arg, width_arg
+    from triage.apps.conventions import report_options, size_arg
     from triage.render import FORMATS
 
     p = ArgParser(
@@ -117,25 +117,7 @@ def _parse_run(argv: list[str]):
         action="store_true",
         help="exit 0 whatever the command's exit code (a command that cannot be started still exits 126 or 127)",
     )
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="DIR_OR_FILE",
-        help="add a rule pack (or a folder of them) to the built-in ones",
-    )
-    p.add_argument("--width", type=width_arg, default=None, help="terminal report width (at least 20)")
-    p.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="auto: on a TTY unless NO_COLOR is set, or when FORCE_COLOR is",
-    )
-    p.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="show secrets found in the output (local use only: never paste such a report)",
-    )
+    report_options(p, "the output")
     args = p.parse_args(opts)
     args.output = None if args.output == "-" else args.output
     if not cmd:
