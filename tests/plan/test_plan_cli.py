@@ -274,9 +274,9 @@ def test_the_readme_example_is_what_the_tool_prints():
     assert code == 1
     for line in (
         "DOES NOT FIT [kv_cache_insufficient]",
-        "KV cache         4.12 GiB -> 33,776 tokens",
-        "--max-model-len 25872: the longest length",
-        "--kv-cache-dtype fp8 with --max-model-len 51744",
+        "KV cache         4.35 GiB -> 35,584 tokens",
+        "--max-model-len 28720: the longest length",
+        "--kv-cache-dtype fp8 with --max-model-len 57456",
     ):
         assert line in out and line in readme
 

@@ -96,7 +96,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
     act = estimates.activation_peak(
         launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp, 2 if launch.dtype != "float32" else 4
     )
-    nt = estimates.non_torch(flags.tp)
+    nt = estimates.non_torch(flags.tp, flags.pp)
     needed = needed_at(launch, launch.max_model_len)
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
     pinned = None
@@ -114,7 +114,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
         util=Quantity.exact(launch.util, util_source),
         weights=weights,
         activation_peak=_spread(act.bytes, 0.5, 1.6),
-        non_torch=_spread(nt.bytes, 0.5, 2.0),
+        non_torch=_spread(nt.bytes, *nt.spread),
         kv_needed=needed,
         block_size=launch.block_size,
         max_model_len=launch.max_model_len,

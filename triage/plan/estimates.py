@@ -4,8 +4,9 @@ Each figure comes with the assumption it rests on, so a plan can label it. They 
 to the memory model (triage.memory), not its arithmetic:
 - the activation peak of the profile run: V1 runs one forward pass of
   max_num_batched_tokens tokens, then the sampler on max_num_seqs rows of logits;
-- the non-torch memory that grows during the profile (cuBLAS workspaces; NCCL buffers
-  with tensor parallelism);
+- the non-torch memory that grows from the worker's first snapshot (cuBLAS workspaces;
+  NCCL and custom all-reduce buffers with TP/PP), the median of real starts' printed
+  figures by degree (triage.plan.non_torch);
 - CUDA graph memory, captured after the KV cache, outside the budget (none with
   --enforce-eager);
 - the worker's own CUDA context, taken from free memory before the startup check.
@@ -20,8 +21,6 @@ from dataclasses import dataclass
 from triage.plan.spec import TextConfig
 from triage.units import GiB, MiB
 
-NON_TORCH_SINGLE = 150 * MiB
-NON_TORCH_TP = 600 * MiB
 GRAPHS_BASE = 100 * MiB
 GRAPHS_PER_BILLION = 40 * MiB  # per billion parameters on the GPU (0.38 GiB printed for an 8B model)
 GRAPHS_CAP = 3 * GiB // 2
@@ -32,6 +31,7 @@ CUDA_CONTEXT = 450 * MiB
 class Estimate:
     bytes: int
     assumption: str
+    spread: tuple[float, float] = (0.5, 2.0)  # the interval the checks take it in, as factors of `bytes`
 
 
 def default_batch(total_bytes: int, gpu_name: str) -> tuple[int, int, str]:
@@ -42,7 +42,13 @@ def default_batch(total_bytes: int, gpu_name: str) -> tuple[int, int, str]:
 
 
 def activation_peak(cfg: TextConfig, tokens: int, seqs: int, tp: int, dtype_bytes: int) -> Estimate:
-    """The profile run's torch peak: the widest layer's intermediates for `tokens`, plus the sampler's logits."""
+    """The profile run's torch peak: the larger of its two phases, which do not overlap.
+
+    V1's profile_run (gpu_model_runner.py, 0.10) runs the forward pass of `tokens` tokens,
+    whose intermediates are freed when it returns, then the sampler on `seqs` rows of
+    logits while the forward's output hidden states are still held. The logits are
+    all-gathered, so every TP rank holds the whole vocabulary.
+    """
     hidden, heads = cfg.number("hidden_size"), cfg.number("num_attention_heads")
     tp = max(1, tp)
     inter = cfg.number("intermediate_size")
@@ -53,20 +59,23 @@ def activation_peak(cfg: TextConfig, tokens: int, seqs: int, tp: int, dtype_byte
     per_token = (3 * inter + qkv) // tp + 4 * hidden
     forward = tokens * per_token * dtype_bytes
     vocab = cfg.number("vocab_size")
-    sampler = seqs * vocab * 4 * 3 // tp if tp > 1 else seqs * vocab * 4 * 3
+    held = tokens * hidden * dtype_bytes
+    sampler = seqs * vocab * 4 * 3
     return Estimate(
-        forward + sampler,
+        max(forward, held + sampler),
         (
-            f"estimated: a forward pass of {tokens:,} tokens x ({3 * inter // tp:,} MLP + {qkv // tp:,} QKV + "
-            f"{4 * hidden:,} hidden) x {dtype_bytes} B, plus {seqs} sampler rows x {vocab:,} vocab x 4 B x 3 copies"
+            f"estimated: the larger of a forward pass of {tokens:,} tokens x ({3 * inter // tp:,} MLP + "
+            f"{qkv // tp:,} QKV + {4 * hidden:,} hidden) x {dtype_bytes} B, and the sampler's {seqs} rows x "
+            f"{vocab:,} vocab x 4 B x 3 copies beside the forward's {tokens:,} x {hidden:,} output"
         ),
     )
 
 
-def non_torch(tp: int) -> Estimate:
-    if tp > 1:
-        return Estimate(NON_TORCH_TP, "estimated: ~0.6 GiB of cuBLAS workspaces and NCCL buffers with TP")
-    return Estimate(NON_TORCH_SINGLE, "estimated: ~0.15 GiB of cuBLAS workspaces on one GPU")
+def non_torch(tp: int, pp: int = 1) -> Estimate:
+    """Measured from real starts' printed figures, by parallel degree (triage.plan.non_torch)."""
+    from triage.plan.non_torch import estimate, spread
+
+    return Estimate(*estimate(tp, pp), spread(tp, pp))
 
 
 def cuda_graphs(enforce_eager: bool, params_per_gpu: float) -> Estimate:
