@@ -21,7 +21,7 @@ from triage.ingest import periodic, scan
 from triage.ingest.read import InputStats
 from triage.parse import stream, vocabulary
 
-ENGINES = [name for name in ("hyperscan", "ahocorasick", "python") if name in matcher_module._BACKENDS]
+ENGINES = [name for name in ("hyperscan", "python") if name in matcher_module._BACKENDS]
 KEEP = max(map(len, vocabulary.matcher().words))
 HEAD = b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Received request "
 WAYS = {  # name -> (DENSE_HITS, whether the engine may find the headers)
