@@ -13,6 +13,14 @@ frames) is always handed on: the report reads every kind of error the chain hold
 
 Only a chain whose every line carries the prefix of its `Traceback` line (one process's
 logger header; digits may differ) is cut; any other line ends it.
+
+The cut works at two levels, both counted in `ScanControl.links_skipped`: `LinkRepeats`, the
+scan's `repeated links` policy, skips on raw bytes the run of links that repeat the one before
+within a chunk (the bulk of a deep chain, never decoded); `CutChains` cuts what reaches the
+lines (links across chunks, a repaired paste, an unfolded traceback, links that repeat an
+earlier one but not the one before). Measured on the benchmark's 10 000-link chain, either
+alone changes the report's count of links skipped (9975: 9970 by lines alone; 275: 272 on a
+300-link test chain by bytes alone), and lines alone took 4x the time (0.53 s against 0.12 s).
 """
 
 from __future__ import annotations
