@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--matcher",
-        choices=("hyperscan", "ahocorasick", "python"),
+        choices=("hyperscan", "python"),
         help="force one search engine (VLLM_TRIAGE_MATCHER), e.g. the pure-Python fallback",
     )
     args = ap.parse_args(argv)

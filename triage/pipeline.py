@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
 from triage.ingest.chains import CutChains
+from triage.ingest.control import ScanControl
 from triage.ingest.last_bytes import LastBytes
 from triage.ingest.lines import Line
 from triage.ingest.read import InputStats, iter_chunks
@@ -53,15 +54,17 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     prune_at = MAX_EVIDENCE_LINES
     order = _Order()
     tail = LastBytes()
+    control = ScanControl()  # what the parse stage tells the scan; the chain links left out
     marked = iter_marked(
         tail.watch(iter_chunks(stream, stats, options.max_bytes)),
         stats,
         matcher(),
         MAX_JOINS,
         wrap_sample=options.wrap_sample,
+        control=control,
     )
-    chains = CutChains(Unfolded(marked, matcher().classify))
-    for line, events in line_events(chains, LineRedactor() if options.redact else None):
+    chains = CutChains(Unfolded(marked, matcher().classify), control)
+    for line, events in line_events(chains, LineRedactor() if options.redact else None, control):
         texts[line.no] = (line.origin, evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -81,7 +84,7 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(stats.lines, clean, repair))
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")
-    dropped = chains.dropped + getattr(marked, "skipped_links", 0)
+    dropped = control.links_skipped
     if dropped:
         report.notes.append(
             f"{dropped} links of a chained traceback repeated earlier ones and were "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triage.parse import vocabulary
 
-ALL = ("hyperscan", "ahocorasick", "python")
+ALL = ("hyperscan", "python")
 
 
 def installed_engines() -> list[str]:

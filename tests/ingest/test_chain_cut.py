@@ -14,6 +14,7 @@ import pytest
 
 from triage import pipeline
 from triage.ingest import chains, scan
+from triage.ingest.control import ScanControl
 
 E = "(EngineCore_DP0 pid=311) ERROR 10-02 16:20:{s:02d} [core.py:718] "
 HEAD = [
@@ -60,11 +61,8 @@ def _log(depth: int, odd: dict[int, str] | None = None, tick: int = 0, between: 
 class _Whole:
     """Every link handed on (the full path)."""
 
-    dropped = 0
-
-    def __init__(self, marked) -> None:
+    def __init__(self, marked, control) -> None:
         self._marked = marked
-        self.line_complete = getattr(marked, "line_complete", None)
 
     def __iter__(self):
         return iter(self._marked)
@@ -125,10 +123,10 @@ def test_the_scan_skips_repeated_links_within_a_chunk(chunk, monkeypatch):
     data = _log(300)
     stats = scan.InputStats("log")
     pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
-    marked = scan.iter_marked(iter(pieces), stats, pipeline.matcher(), 3)
-    handed = list(marked)
-    assert marked.skipped_links > 0 and stats.lines == data.count(b"\n")
-    assert len(handed) < data.count(b"\n") - 4 * marked.skipped_links
+    control = ScanControl()
+    handed = list(scan.iter_marked(iter(pieces), stats, pipeline.matcher(), 3, control=control))
+    assert control.links_skipped > 0 and stats.lines == data.count(b"\n")
+    assert len(handed) < data.count(b"\n") - 4 * control.links_skipped
     _same(data, monkeypatch)
 
 

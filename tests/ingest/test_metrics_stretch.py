@@ -1,15 +1,16 @@
 """Stretches of metrics lines taken whole (`stretch.py`) hand on exactly what the line-by-line path does.
 
 The reference is the same scanner with its stretches switched off: every metrics line of a
-held run then goes through `Periodic.verdict` and `_quiet` one by one. Both are fed the same
+held run then goes through `Periodic.verdict` and the metrics-runs policy one by one. Both are fed the same
 chunks (from a few bytes to 1 MiB), on every engine installed, and the reader calls
-`line_complete` after the same lines (the pipeline does after a metrics line).
+`ScanControl.line_complete` after the same lines (the pipeline does after a metrics line).
 """
 
 from __future__ import annotations
 
 import io
 import random
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,9 @@ from hypothesis import strategies as st
 from installed_engines import installed_engines
 
 from triage.ingest import scan
+from triage.ingest.control import ScanControl
 from triage.ingest.read import InputStats, iter_chunks
+from triage.ingest.stretch import Stretches
 from triage.parse import stream, vocabulary
 
 ENGINES = installed_engines()
@@ -69,20 +72,40 @@ def _log(kinds: list[tuple[str, int, int]]) -> bytes:
     return "\n".join(out).encode() + b"\n"
 
 
+class _Kept(Stretches):
+    """The scanner's stretches, kept where the test can read them (or switched off)."""
+
+    made: list[_Kept] = []
+    off = False
+
+    def __init__(self, metrics_id) -> None:
+        super().__init__(metrics_id)
+        _Kept.made.append(self)
+
+    def take(self, *args):
+        return None if _Kept.off else super().take(*args)
+
+
+def _scan(chunks, stats: InputStats, engine: str, fast: bool = True, control: ScanControl | None = None):
+    """`scan.iter_marked`'s lines and the scan's stretches (switched off unless `fast`)."""
+    _Kept.off = not fast
+    with mock.patch("triage.ingest.scan.Stretches", _Kept):
+        marked = scan.iter_marked(chunks, stats, vocabulary.matcher(engine), stream.MAX_JOINS, control=control)
+    return marked, _Kept.made[-1]
+
+
 def _marked(data: bytes, engine: str, chunk: int, seed: int, fast: bool) -> tuple[list, int, int]:
     """The lines handed on, the lines counted, and the lines taken by stretches."""
     stats = InputStats("log")
     chunks = iter([data[i : i + chunk] for i in range(0, len(data), chunk)])
-    marked = scan.iter_marked(chunks, stats, vocabulary.matcher(engine), stream.MAX_JOINS)
-    scanner = marked._scanner
-    if not fast:
-        scanner.stretches.take = lambda *args: None
+    control = ScanControl()
+    marked, stretches = _scan(chunks, stats, engine, fast, control)
     rng, out = random.Random(seed), []
     for line in marked:
         out.append(line)
         if rng.random() < 0.7:
-            marked.line_complete()
-    return out, stats.lines, scanner.stretches._taken
+            control.line_complete()
+    return out, stats.lines, stretches._taken
 
 
 def _same(data: bytes, engine: str, chunk: int, seed: int = 0) -> int:
@@ -152,6 +175,6 @@ def test_a_run_held_across_chunks_keeps_its_last_line(engine):
 def test_a_log_of_metrics_lines_is_mostly_taken_whole():
     data = _log([(("v1", "v0")[i % 7 == 0], 0, 0) for i in range(5000)])
     stats = InputStats("log")
-    marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(), stream.MAX_JOINS)
+    marked, stretches = _scan(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher().engine.name)
     list(marked)
-    assert marked._scanner.stretches._taken > 4500
+    assert stretches._taken > 4500

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from triage import pipeline
 from triage.diagnose import report_builder
 from triage.ingest import periodic, scan
+from triage.ingest.control import ScanControl
 from triage.ingest.lines import peel, starts_record
 from triage.ingest.reshape import Unfolded
 from triage.parse import parse, stream, vocabulary
@@ -188,10 +189,13 @@ def test_quiet_scan_gives_the_same_report_on_serving_logs(kinds, crlf, chunk_kib
     for quiet in (True, False):
         stats = scan.InputStats("log")
         chunks = [data[i : i + chunk_kib * 64] for i in range(0, len(data), chunk_kib * 64)]
-        marked = scan.iter_marked(iter(chunks), stats, vocabulary.matcher(), stream.MAX_JOINS, quiet=quiet)
+        control = ScanControl()
+        marked = scan.iter_marked(
+            iter(chunks), stats, vocabulary.matcher(), stream.MAX_JOINS, quiet=quiet, control=control
+        )
         timeline = pipeline.Timeline()
         texts = {}
-        for line, events in stream.line_events(marked):
+        for line, events in stream.line_events(marked, None, control):
             texts[line.no] = (line.origin, report_builder.evidence_text(line))
             timeline.feed(line, events)
         timeline.finish()

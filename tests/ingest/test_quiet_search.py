@@ -18,10 +18,11 @@ from installed_engines import installed_engines
 
 from triage.ingest import matcher as matcher_module
 from triage.ingest import periodic, scan
+from triage.ingest.control import ScanControl
 from triage.ingest.read import InputStats
 from triage.parse import stream, vocabulary
 
-ENGINES = [name for name in ("hyperscan", "ahocorasick", "python") if name in matcher_module._BACKENDS]
+ENGINES = [name for name in ("hyperscan", "python") if name in matcher_module._BACKENDS]
 KEEP = max(map(len, vocabulary.matcher().words))
 HEAD = b"(APIServer pid=1) INFO 10-02 16:20:11 [logger.py:41] Received request "
 WAYS = {  # name -> (DENSE_HITS, whether the engine may find the headers)
@@ -40,14 +41,15 @@ def _marked(data: bytes, engine: str, chunk: int, way: str, monkeypatch, complet
     if not heads:
         monkeypatch.setattr(m, "line_heads", lambda patterns: None)
     stats = InputStats("log")
+    control = ScanControl()
     marked = scan.iter_marked(
-        iter([data[i : i + chunk] for i in range(0, len(data), chunk)]), stats, m, stream.MAX_JOINS
+        iter([data[i : i + chunk] for i in range(0, len(data), chunk)]), stats, m, stream.MAX_JOINS, control=control
     )
     out = []
     for item in marked:
         out.append(item)
         if complete and item[2] and "throughput" in item[1]:
-            marked.line_complete()  # as the pipeline says of a metrics line
+            control.line_complete()  # as the pipeline says of a metrics line
     monkeypatch.undo()
     return out, stats.lines, stats.truncated_lines
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from installed_engines import installed_engines
 
 from triage.ingest import matcher, read, scan
+from triage.ingest.control import ScanControl
 from triage.ingest.read import InputStats, iter_chunks, iter_lines
 from triage.ingest.repair import repaired
 from triage.parse import vocabulary
@@ -166,19 +167,22 @@ def test_python_key_cover_holds_every_word():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_complete_line_ends_its_window(engine):
-    """After `line_complete()` the lines that follow an anchor line are handed on only when
+    """After `ScanControl.line_complete()` the lines that follow an anchor line are handed on only when
     they hold a word of their own; the count of lines is unchanged."""
     data = (
         b"INFO x [gpu_worker.py:1] Available KV cache memory: 8.30 GiB\n"
         b"plain one\nplain two\nTraceback (most recent call last):\nplain three\n"
     ) * 3
     stats = InputStats("scan")
-    marked = scan.iter_marked(iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), 3)
+    control = ScanControl()
+    marked = scan.iter_marked(
+        iter_chunks(io.BytesIO(data), stats), stats, vocabulary.matcher(engine), 3, control=control
+    )
     seen = []
     for _, text, anchored, _ in marked:
         seen.append(text)
         if anchored:
-            marked.line_complete()
+            control.line_complete()
     assert not any(text.startswith("plain") for text in seen)
     assert seen.count("Traceback (most recent call last):") == 3 and stats.lines == 15
     everything = [m[1] for m in _scanned(data, 3, engine)[0]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 from triage import pipeline
+from triage.ingest.control import ScanControl
 from triage.ingest.read import InputStats, iter_chunks
 from triage.ingest.scan import iter_marked
 from triage.parse import stream
@@ -14,8 +15,11 @@ from triage.parse.vocabulary import matcher
 
 def events_of(text: str) -> list:
     stats = InputStats("t")
-    marked = iter_marked(iter_chunks(io.BytesIO(text.encode()), stats), stats, matcher(), stream.MAX_JOINS)
-    return [(line.no, e) for line, events in stream.line_events(marked) for e in events]
+    control = ScanControl()
+    marked = iter_marked(
+        iter_chunks(io.BytesIO(text.encode()), stats), stats, matcher(), stream.MAX_JOINS, control=control
+    )
+    return [(line.no, e) for line, events in stream.line_events(marked, None, control) for e in events]
 
 
 def bar(worker: int, done: int, total: int = 30) -> str:

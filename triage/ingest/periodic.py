@@ -31,6 +31,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Container
 
+from triage.ingest.lines import REQUEST_LOG_PREFIXES
 from triage.ingest.matcher import WORD_BYTES, Matcher
 
 METRICS_WORD = "Avg prompt throughput:"  # the grammar's anchor for the line (READY in vllm_log.lark)
@@ -72,11 +73,14 @@ _HEAD = (
     rb"(?P<origin>\([A-Za-z][\w\-]*(?: [A-Z]+\d+(?:_[A-Z]+\d+)*)? pid=\d{1,18}\) )?"
     rb"(?P<level>DEBUG|INFO|WARNING) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?P<source>\[?[\w.\-]+:\d+\]) "
 )
-_REQUEST = re.compile(_HEAD + rb"(?:Received request |Generated response )")
+# The request logger's wording is `lines.REQUEST_LOG_PREFIXES` (the parse stage's test, behind any
+# wrapper); here on raw bytes, behind vLLM's own header only. Plain words: no escaping needed.
+_PREFIXES = tuple(prefix.encode() for prefix in REQUEST_LOG_PREFIXES)
+_REQUEST = re.compile(_HEAD + b"(?:" + b"|".join(_PREFIXES) + b")")
 _METRICS_RAW = re.compile(_HEAD + rb"(?:Engine \d+: )?" + re.escape(METRICS_WORD.encode()) + rb"[^\n\r]{0,2000}\r?")
 
 REQUEST = "request"
-_RECEIVED, _GENERATED = _REQUEST_MARKS = (b"] Received request ", b"] Generated response ")  # where headers end
+_RECEIVED, _GENERATED = _REQUEST_MARKS = tuple(b"] " + prefix for prefix in _PREFIXES)  # where headers end
 # The header as a regex for an engine that finds it (`Matcher.line_heads`): the same, no group names.
 REQUEST_HEAD = re.sub(rb"\(\?P<\w+>", b"(?:", _REQUEST.pattern)
 _MAX_MASKED = 64 * 1024  # lines longer than this (read.MAX_LINE_CHARS) take the cut-line path unmasked

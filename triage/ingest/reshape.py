@@ -69,13 +69,12 @@ def unfold(text: str) -> list[str]:
 
 class Unfolded:
     """`scan.iter_marked`'s lines with folded tracebacks split into their lines (each piece
-    keeps the physical line's number), forwarding `line_complete`."""
+    keeps the physical line's number)."""
 
     def __init__(
         self, marked: Iterable[tuple[int, str, bool, bool]], classify: Callable[[str], tuple[bool, bool]]
     ) -> None:
         self._marked, self._classify = marked, classify  # classify: scan's matcher (no import circle)
-        self.line_complete = getattr(marked, "line_complete", None)
 
     def __iter__(self) -> Iterator[tuple[int, str, bool, bool]]:
         for no, raw, anchored, bundled in self._marked:

@@ -9,8 +9,12 @@ and only the lines around hits are cut out, decoded and handed on.
 The search is a `matcher.Matcher` handed in by the caller (the pipeline passes
 `vocabulary.matcher()`: the grammar's anchor literals and the evidence reader's words), so
 the scan knows no grammar and the grammar's module never reaches back into the scan. The
-engine is the fastest one installed (the `fast` extra): each yields the same lines; only the
-speed differs.
+engine is Hyperscan where it is installed, else the pure-Python search: each yields the same
+lines; only the speed differs.
+
+At each line holding a word, the pipeline's scan first asks its skip policies (`skips.py`:
+table rows, repeated links, metrics runs, request lines) whether one takes the line unread;
+the stages after the scan speak to it through one `control.ScanControl`.
 """
 
 from __future__ import annotations
@@ -21,18 +25,18 @@ from collections.abc import Generator, Iterable, Iterator
 from itertools import chain
 
 from triage.ingest.chains import HEAD, LinkRepeats
+from triage.ingest.control import Marked, ScanControl
 from triage.ingest.matcher import Matcher
-from triage.ingest.periodic import METRICS_WORD, REQUEST, Periodic, QuietSearch
+from triage.ingest.periodic import METRICS_WORD, Periodic, QuietSearch
 from triage.ingest.read import MAX_LINE_CHARS, InputStats, cut_long, finish_line, last_frame, lines_of
 from triage.ingest.repair import SAMPLE_LINES, Repair, detect, repaired
 from triage.ingest.reshape import mend_cut_start
 from triage.ingest.rows import RowRun
+from triage.ingest.skips import NOT_ASKED, MetricsRuns, RepeatedLinks, RequestLines, SkipPolicy, Spot, TableRows
 from triage.ingest.stretch import Stretches
 
 SAMPLE_BYTES = 256 << 10  # the wrap test reads at most this much of the input's head
 
-# A line is (number, text, holds a grammar anchor word, holds an evidence word).
-Marked = tuple[int, str, bool, bool]
 MAX_RUNS = 16  # origins whose metrics runs are followed at once
 _LONG_STEP = MAX_LINE_CHARS // 2  # a line longer than MAX_LINE_CHARS bytes covers a whole such stretch
 _NONE: frozenset[int] = frozenset()
@@ -45,7 +49,8 @@ def iter_marked(
     window: int = 0,
     wrap_sample: int = 0,
     quiet: bool = True,
-) -> MarkedLines:
+    control: ScanControl | None = None,
+) -> Iterator[Marked]:
     """Each line holding one of `matcher`'s words, and the `window` lines after each line
     holding an anchor word (a hard-wrapped message continues there), as (no, text, grammar,
     evidence). Lines are numbered and cut exactly as `read.iter_lines` numbers and cuts them.
@@ -55,7 +60,12 @@ def iter_marked(
     indent cut and wrapped lines joined, numbered by their first physical line.
 
     With `quiet` (the pipeline's way), lines the pipeline would read to no effect are not
-    handed on: request-logger lines, and repeated metrics lines (`periodic.py`)."""
+    handed on (the skip policies of `skips.py`: request lines, metrics runs, long tables' rows
+    as blocks, a deep chain's repeated links).
+
+    `control` is how the stages after the scan tell it that a line was whole (`line_complete`)
+    and where the links it skipped are counted."""
+    control = control if control is not None else ScanControl()
     chunks = iter(chunks)
     head: list[bytes] = []
     size = 0
@@ -64,10 +74,14 @@ def iter_marked(
         size += len(chunk)
     repair = repair_of(b"".join(head)) if head else Repair()
     chunks = chain(head, chunks)
+    scanner: _Scanner | _RepairScanner
     if repair:
         stats.wrap_width, stats.indent = repair.width, repair.indent
-        return MarkedLines(_RepairScanner(matcher, stats, window, repair), chunks)
-    return MarkedLines(_Scanner(matcher, stats, window, quiet), chunks)
+        scanner = _RepairScanner(matcher, stats, window, repair)
+    else:
+        scanner = _Scanner(matcher, stats, window, quiet, control)
+    control.attach(scanner.line_complete)
+    return scanner.scan(chunks)
 
 
 def repair_of(head: bytes) -> Repair:
@@ -76,36 +90,15 @@ def repair_of(head: bytes) -> Repair:
     return detect(sample[:SAMPLE_LINES][:-1])
 
 
-class MarkedLines:
-    """The iterator of `iter_marked`, with a way to say that the last line handed on was whole."""
-
-    def __init__(self, scanner: _Scanner | _RepairScanner, chunks: Iterable[bytes]) -> None:
-        self._scanner = scanner
-        self._lines = scanner.scan(chunks)
-
-    def __iter__(self) -> Iterator[Marked]:
-        return self._lines
-
-    @property
-    def skipped_links(self) -> int:
-        """Links of deep chains the scan skipped (`chains.LinkRepeats`)."""
-        links = getattr(self._scanner, "links", None)
-        return links.skipped if links is not None else 0
-
-    def line_complete(self) -> None:
-        """The anchor line just handed on holds its whole message: the lines after it are not
-        its continuation, so only those with words of their own are handed on (on a serving
-        log, most anchor lines are metrics lines followed by access lines)."""
-        self._scanner.window_left = 0
-
-
 class _Scanner:
-    def __init__(self, m: Matcher, stats: InputStats, window: int, quiet: bool = True) -> None:
+    def __init__(
+        self, m: Matcher, stats: InputStats, window: int, quiet: bool = True, control: ScanControl | None = None
+    ) -> None:
         self.m, self.stats, self.window = m, stats, window
         self.carry = b""  # the unfinished last line of the chunks so far
         self.skipping = False  # the rest of an over-long line that was already cut and counted
         self.window_left = 0
-        self.periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
+        periodic = Periodic(m.index(METRICS_WORD)) if quiet else None
         # Request text past its header and the longest word's length is not searched (periodic.py).
         self.search = QuietSearch(m, max(map(len, m.words), default=0)) if quiet else None
         # Runs of metrics lines since the last other line handed on: origin key -> the run's
@@ -113,9 +106,20 @@ class _Scanner:
         self.runs: dict[bytes, tuple[int, bytes] | None] = {}
         # A long table's rows past its first ones go on as blocks (rows.py), the pipeline's way only.
         self.rows = RowRun(m.kinds([(0, i)]) for i in range(len(m.words))) if quiet else None
-        self.links = LinkRepeats(m.index(HEAD)) if quiet else None  # a deep chain's repeated links (chains.py)
-        self.stretches = Stretches(m.index(METRICS_WORD))  # held runs' lines taken many at once (stretch.py)
+        self.at = Spot(periodic)  # the line the policies are asked about
+        self.policies: list[SkipPolicy] = []  # in this order; none on the full path
+        if self.rows is not None:
+            self.policies = [
+                TableRows(self, self.rows),
+                RepeatedLinks(self, LinkRepeats(m.index(HEAD), control or ScanControl())),
+                MetricsRuns(self, Stretches(m.index(METRICS_WORD))),
+                RequestLines(self),
+            ]
         self.repeated = 0  # copies of a line, right after it, counted unread (`_repeats`)
+
+    def line_complete(self) -> None:
+        """The anchor line just handed on holds its whole message (`ScanControl.line_complete`)."""
+        self.window_left = 0
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:
         for chunk in chunks:
@@ -161,7 +165,8 @@ class _Scanner:
         yield from self._text(text, None)
 
     def _body(self, chunk: bytes, start: int, last: int) -> Iterator[Marked]:
-        """The complete lines chunk[start:last + 1]: count them, hand on those near hits."""
+        """The complete lines chunk[start:last + 1]: count them, hand on those near hits (but
+        those a skip policy takes: `skips.py`)."""
         if self.search is not None:  # request text left out (periodic.QuietSearch)
             spots, masked = self.search.hits(chunk, start, last + 1)
         else:
@@ -170,18 +175,14 @@ class _Scanner:
         spots = spots[bisect_left(spots, (start, -1)) : bisect_right(spots, (last, len(self.m.words)))]
         if last - start > MAX_LINE_CHARS:
             spots = sorted(spots + [(off, -1) for off in self._long_lines(chunk, start, last)])
+        at, policies = self.at, self.policies
+        at.chunk, at.spots, at.last = chunk, spots, last
         pos, k, n = start, 0, len(spots)
         while k < n:
             off = spots[k][0]
             if off < pos:
                 k += 1
                 continue  # another hit in a line already handed on
-            if self.rows is not None and self.rows.count and not self.window_left:
-                stop = self.rows.block_end(chunk, pos, last, spots, k, self.stats.lines + 1)
-                if stop > pos:
-                    yield from self._block(chunk, pos, stop)
-                    pos = stop
-                    continue
             line_start = chunk.rfind(b"\n", 0, off) + 1
             if self.window_left:
                 yield from self._skip(chunk, pos, line_start)
@@ -191,27 +192,23 @@ class _Scanner:
             j = k + 1  # the hits of this line are spots[k:j]
             if j < n and spots[j][0] < end:
                 j = bisect_left(spots, (end, -1), j)
+            verdict = None
+            if policies:
+                at.pos, at.start, at.end, at.k, at.j, at.hits, at.out = pos, line_start, end, k, j, spots[k:j], None
+                at.cached_verdict = NOT_ASKED
+                taken = False
+                for policy in policies:  # in order: the first that takes the line
+                    if policy.take(at):
+                        taken = True
+                        break
+                if taken:
+                    pos, k = at.pos, at.k
+                    if at.out is not None:
+                        yield from self._emit(at.out)
+                    continue
+                verdict = at.verdict()
             hits = spots[k:j]
-            if self.runs and j == k + 1 and hits[0][1] == self.stretches.metrics_id and not self.rows.count:  # type: ignore[union-attr]
-                took = self._stretch(chunk, line_start, last, spots, k)
-                if took is not None:
-                    pos, k = took
-                    continue
-            if self.links is not None and self.links.heads(hits):
-                stop = self.links.skip(chunk, line_start, last)
-                if stop > line_start:  # repeated links, counted unread: a `Traceback` line comes next
-                    self.stats.lines += chunk.count(b"\n", line_start, stop)
-                    self.window_left, k, pos = 0, j, stop
-                    continue
-            verdict = (
-                self.periodic.verdict(chunk, line_start, end, hits)
-                if self.periodic is not None and end - line_start <= MAX_LINE_CHARS
-                else None
-            )
             k, pos = j, end + 1
-            if verdict == REQUEST or (verdict is not None and verdict in self.runs):
-                self._quiet(chunk[line_start:end], verdict)
-                continue
             raw = chunk[line_start:end]
             # The words found in the chunk are the line's own when its text is its bytes (ASCII, one
             # frame, not cut) and no request text of it was masked: no second search then.
@@ -225,7 +222,7 @@ class _Scanner:
                 if self.search is not None and chunk.startswith(raw + b"\n", pos):  # the same line again
                     pos = yield from self._repeats(chunk, raw, pos, last, kinds)
                     k = bisect_left(spots, (pos, -1), k)
-            else:  # the first metrics line of its origin since other news
+            else:  # the first metrics line of its origin since other news: it opens a run
                 going = list(self.runs) if len(self.runs) < MAX_RUNS else []
                 yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
                 self.runs = dict.fromkeys([*going, verdict])  # type: ignore[list-item]  # the held lines went first (_emit)
@@ -247,41 +244,6 @@ class _Scanner:
             self.repeated += copies - 1
         yield from self._text(raw.decode("utf-8", "replace"), True, kinds)
         return pos
-
-    def _stretch(
-        self, chunk: bytes, start: int, last: int, spots: list[tuple[int, int]], k: int
-    ) -> tuple[int, int] | None:
-        """Lines from chunk[start] on that `_quiet` would each hold as a run's latest, taken at
-        once (stretch.py): (where the scan goes on, the index of its next hit), or None."""
-        took = self.stretches.take(chunk, start, last, spots, k, self.runs)
-        if took is None:
-            return None
-        stop, j, lines, latest = took
-        base = self.stats.lines
-        for key, (place, line) in latest.items():
-            self.runs[key] = (base + place, line)
-        self.stats.lines = base + lines
-        self.window_left = 0
-        return stop, j
-
-    def _block(self, chunk: bytes, pos: int, stop: int) -> Iterator[Marked]:
-        """Rows of a long table (rows.py) handed on as one line whose text joins them by `\\n`."""
-        rows = chunk.count(b"\n", pos, stop)
-        first = self.stats.lines + 1
-        self.stats.lines += rows
-        self.rows.took(rows)  # type: ignore[union-attr]
-        yield from self._emit((first, chunk[pos : stop - 1].decode("utf-8", "replace"), False, True))
-
-    def _quiet(self, line: bytes, verdict: bytes | str) -> None:
-        """A line the pipeline would read to no effect: a request line (dropped unread) or a
-        metrics line of the current run (held as its latest; the one before it is dropped).
-        Either ends a hard-wrap window, as the pipeline's `line_complete` would."""
-        self.window_left = 0
-        if verdict == REQUEST:
-            self.stats.lines += 1  # no longer than MAX_LINE_CHARS bytes (see _body): nothing to cut
-        else:  # decoded only if handed on; the one it replaces is dropped
-            self.stats.lines += 1
-            self.runs[verdict] = (self.stats.lines, line)  # type: ignore[index]
 
     def _emit(self, marked: Marked | None) -> Iterator[Marked]:
         """Hand on a line (None: only the held ones), the held metrics lines first, in order.
@@ -342,10 +304,14 @@ class _Scanner:
 class _RepairScanner:
     """A reshaped paste (`unwrap.detect`): read line by line, each line with its indent cut
     and wrapped lines joined back whole, then tested like any line. Such pastes are small;
-    no chunk search."""
+    no chunk search, no skip policy."""
 
     def __init__(self, m: Matcher, stats: InputStats, window: int, repair: Repair) -> None:
         self.m, self.stats, self.window, self.repair = m, stats, window, repair
+        self.window_left = 0
+
+    def line_complete(self) -> None:
+        """The anchor line just handed on holds its whole message (`ScanControl.line_complete`)."""
         self.window_left = 0
 
     def scan(self, chunks: Iterable[bytes]) -> Iterator[Marked]:

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
+from triage.ingest.control import Marked, ScanControl
 from triage.ingest.lines import REQUEST_LOG_PREFIXES, Line, peel, starts_record
-from triage.ingest.scan import Marked
 from triage.model import events as ev
 from triage.parse.parse import parse_line_detail
 from triage.parse.sysinfo import BundleReader
@@ -34,7 +34,9 @@ class Redactor(Protocol):
         """A text re-joined from wrapped lines (on the side: the line order is unchanged)."""
 
 
-def line_events(marked: Iterable[Marked], clean: Redactor | None = None) -> Iterator[tuple[Line, list[ev.Event]]]:
+def line_events(
+    marked: Iterable[Marked], clean: Redactor | None = None, control: ScanControl | None = None
+) -> Iterator[tuple[Line, list[ev.Event]]]:
     """(line, events) for every line that states something, re-joining hard-wrapped lines.
 
     `clean` (the redactor) sees each line whole, before it is parsed, joined or cut: every
@@ -43,12 +45,13 @@ def line_events(marked: Iterable[Marked], clean: Redactor | None = None) -> Iter
     A message that runs into the end of its line followed by a line with no prefix of its
     own was wrapped by a terminal, an editor or a chat box: the two are parsed as one.
     `marked` holds only the lines near anchors (see `scan.iter_marked`); a gap in the line
-    numbers stands for lines that hold nothing, and ends any wrap.
+    numbers stands for lines that hold nothing, and ends any wrap. `control` (the scan's) is
+    told each line that holds its whole message (`ScanControl.line_complete`).
     """
     held: tuple[str, Line, list[ev.Event], bool] | None = None  # raw, line, events, ran out
     joins = last = 0
     evidence = BundleReader()
-    complete = getattr(marked, "line_complete", None)
+    complete = control.line_complete if control is not None else None
     bars_seen: set[str] = set()
     for no, raw, anchored, bundled in marked:
         if "\n" in raw:  # rows of a long table past its first ones (ingest/rows.py)
