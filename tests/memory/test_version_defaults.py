@@ -74,10 +74,12 @@ def test_gpu_kinds_by_name_first_then_by_vllms_memory_thresholds():
 def test_the_latest_change_up_to_the_logs_release():
     ch = d.change("max_num_batched_tokens", "0.29.0", ("b200",))
     assert (ch.release, ch.before, ch.old, ch.new) == ("0.28.0", "0.27.1", 8192, 16384)
-    assert "raised vllm serve's default max_num_batched_tokens" in ch.describe("B200 GPUs")
+    assert ch.describe("B200 GPUs").startswith("vLLM 0.28.0 raised vllm serve's default max_num_batched_tokens")
+    # one release per minor is read: a change first seen in 0.8.5.post1 is named as 0.8's
     # 0.8.4 runs the 0.8 minor's code (0.8.5.post1 read): A100 80GB went 2048 -> 8192
     a100 = d.change("max_num_batched_tokens", "0.8.4", ("a100-80gb",))
     assert (a100.old, a100.new) == (2048, 8192)
+    assert a100.describe().startswith("vLLM 0.8 raised")
     # an 80 GiB card without its name: A100 and H100 disagree about 0.8, so nothing is said
     assert d.change("max_num_batched_tokens", "0.8.5", d.MID) is None
     # 0.27.1's last change for these GPUs was 0.8.5: too far back for an upgrade just made
@@ -151,6 +153,8 @@ WORDS = "raised vllm serve's default max_num_batched_tokens"
         ("warmup_oom/v1-0.29.0-b200-default-batch-16384-kernel-warmup", True),
         ("warmup_oom/v1-0.29.0-b200-default-batch-16384-warmup-too-large-for-old-default", True),
         ("kv_cache_insufficient/v1-0.28.0-b200-1m-context-default-batch-16384", True),
+        ("warmup_oom/v1-0.8.5-a100-80gb-default-batch-8192-profile-run", True),
+        ("warmup_oom/near-miss-v1-0.8.5-a100-80gb-batch-8192-set-explicitly", False),
         ("warmup_oom/near-miss-v1-0.29.0-b200-batch-16384-set-explicitly", False),
         ("warmup_oom/near-miss-v1-0.27.1-b200-default-batch-8192-before-the-change", False),
         ("kv_cache_insufficient/near-miss-v1-0.28.0-b200-1m-context-batch-16384-set-explicitly", False),

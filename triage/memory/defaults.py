@@ -54,9 +54,12 @@ class Change(Record, kw_only=False):
                 f"{self.source.replace(':', ' ')})"
             )
         verb = "raised" if self.new > self.old else "lowered"
+        # one release per minor is read: a change first seen in 0.8.5.post1 came somewhere in 0.8
+        name = self.release if self.release.endswith(".0") else ".".join(self.release.split(".")[:2])
+        file, where = self.source.split(":", 1)
         return (
-            f"vLLM {self.release} {verb} {WHERE[self.setting]}{on} from {self.old} ({self.before}) to "
-            f"{self.new} ({self.source.split(':')[0]}, {self.source.split(':')[-1]})"
+            f"vLLM {name} {verb} {WHERE[self.setting]}{on} from {self.old} ({self.before}) to "
+            f"{self.new} ({self.release}: {file}, {where})"
         )
 
 
