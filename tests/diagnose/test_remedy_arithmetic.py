@@ -114,3 +114,132 @@ def test_enforce_eager_offered_where_the_printed_graphs_cover_the_shortfall(offe
             checked += 1
             assert {"--enforce-eager": ""} in flag_sets, path.name
     assert checked >= 2
+
+
+# --- the families of issue 24 not held above: a TP the weights fit, a utilization cut that keeps one
+# --- request's KV, and the computable remedies that must be offered (pinned pool, V0 block count,
+# --- V0 profile length). Each re-derived from the log's text, worst case on every printed figure.
+_GIB = r"([\d.]+) GiB"
+_UTIL = re.compile(r"gpu_memory_utilization'?[=:]\s*([\d.]+)")
+_TOTAL = re.compile(r"total capacity of ([\d.]+) GiB|Free memory on device \([\d.]+/([\d.]+) GiB\)")
+_POOL = re.compile(r"Available KV cache memory: " + _GIB)
+_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_LEN = re.compile(r"max_model_len'?[=:]\s*(\d+)|max_seq_len=(\d+)|Using max model len (\d+)")
+_MODEL = re.compile(r"Starting to load model (\S+?)\.\.\.|model='([^']+)'|'model': '([^']+)'")
+_SIZE = re.compile(r"(?<![A-Za-z])(?<!-A)(\d+(?:\.\d+)?)[Bb](?![A-Za-z0-9])")
+_PINNED = re.compile(r"reserved ([\d.]+) ?GiB memory for KV Cache as specified by kv_cache_memory_bytes")
+_NEEDED = re.compile(r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory")
+_V0_BLOCKS = re.compile(
+    r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)"
+)
+_ALLOC = re.compile(
+    r"Tried to allocate ([\d.]+) (GiB|MiB)\. GPU \d+ has a total capacity of [\d.]+ GiB of which ([\d.]+) (GiB|MiB) is free"
+)
+_HALF = 0.005  # every printed GiB/MiB figure is rounded to 0.01
+
+
+def _gib(value: str, unit: str = "GiB") -> float:
+    return float(value) / (1 if unit == "GiB" else 1024)
+
+
+def _first(rx: re.Pattern[str], text: str) -> str | None:
+    m = rx.search(text)
+    return next((g for g in m.groups() if g), None) if m else None
+
+
+def _bytes_per_param(model: str) -> float:
+    """The fewest bytes a parameter takes by the checkpoint's name (4-bit names first)."""
+    low = model.lower()
+    if any(k in low for k in ("awq", "gptq", "int4", "w4a16", "4bit", "bnb", "nf4", "gguf", "-q2", "-q4")):
+        return 0.25 if "q2" in low else 0.5
+    if any(k in low for k in ("fp8", "int8", "w8a8", "8bit")):
+        return 1.0
+    return 2.0
+
+
+def test_a_tensor_parallel_size_the_weights_fit(offers):
+    """Weights counted from the model name (at least 95% of the named size: '7B' is 6.7-7.6B) over the
+    TP offered must fit the GPU's total at the log's utilization."""
+    checked = 0
+    for path, text, flag_sets in offers:
+        model, total = _first(_MODEL, text), _first(_TOTAL, text)
+        size = _SIZE.search(model.rsplit("/", 1)[-1]) if model else None
+        if not size or not total:
+            continue
+        util = float(_first(_UTIL, text) or 0.9)
+        weights = float(size.group(1)) * 1e9 * 0.95 * _bytes_per_param(model) / GiB
+        for f in flag_sets:
+            if "--tensor-parallel-size" in f and "parallelism" not in path.parent.name:
+                checked += 1
+                tp = int(f["--tensor-parallel-size"])
+                assert weights / tp <= (float(total) + _HALF) * util, (path.name, f, weights / tp)
+    assert checked >= 5
+
+
+def test_a_utilization_cut_keeps_one_max_model_len_request_in_the_pool(offers):
+    """After the KV cache was sized: pool at u = pool - total x (U - u) >= one request (bytes per token at
+    most pool.hi / tokens), at the length the remedy sets or the log's."""
+    checked = 0
+    for path, text, flag_sets in offers:
+        pool, tokens, total = _first(_POOL, text), _first(_TOKENS, text), _first(_TOTAL, text)
+        if not (pool and tokens and total):
+            continue
+        util = float(_first(_UTIL, text) or 0.9)
+        per_token = (float(pool) + _HALF) / int(tokens.replace(",", ""))
+        for f in flag_sets:
+            u = float(f.get("--gpu-memory-utilization", util))
+            length = int(f.get("--max-model-len", _first(_LEN, text) or 0))
+            if u >= util or not length:
+                continue
+            checked += 1
+            left = float(pool) - _HALF - (float(total) + _HALF) * (util - u)
+            assert left >= length * per_token, (path.name, f, left, length * per_token)
+    assert checked >= 3
+
+
+def test_the_pinned_pool_gets_the_bytes_one_request_needs(offers):
+    """--kv-cache-memory-bytes sized the pool: vLLM's printed need (rounded up) is offered, and holds."""
+    seen = 0
+    for path, text, flag_sets in offers:
+        needed = _first(_NEEDED, text.replace("\n", ""))  # a hard-wrapped paste splits it mid-word
+        if not _PINNED.search(text) or not needed:
+            continue
+        seen += 1
+        pins = [int(f["--kv-cache-memory-bytes"]) for f in flag_sets if "--kv-cache-memory-bytes" in f]
+        assert pins, (path.name, flag_sets)
+        assert all(p >= (float(needed) + _HALF) * GiB for p in pins), (path.name, pins)
+    assert seen >= 2
+
+
+def test_a_v0_block_count_gets_the_length_it_holds(offers):
+    """V0's `# GPU blocks` bound: the tokens vLLM says the cache stores; the length offered is at most that."""
+    seen = 0
+    for path, text, flag_sets in offers:
+        m = _V0_BLOCKS.search(text)
+        if not m or "V1 LLM engine" in text:
+            continue
+        seen += 1
+        lengths = [int(f["--max-model-len"]) for f in flag_sets if "--max-model-len" in f and len(f) == 1]
+        assert lengths, (path.name, flag_sets)
+        assert all(n <= int(m.group(2)) for n in lengths), (path.name, lengths)
+    assert seen >= 2
+
+
+def test_a_v0_profile_run_gets_the_length_whose_profile_fits(offers):
+    """V0 without chunked prefill profiles max(max_model_len, 2048) tokens: a length whose scaled allocation
+    fits what was free (at least 2048, below the log's) is offered wherever one exists, and fits."""
+    seen = 0
+    for path, text, flag_sets in offers:
+        m, length = _ALLOC.search(text), _first(_LEN, text)
+        v0 = "Initializing an LLM engine" in text or "Initializing a V0 LLM engine" in text
+        if not (m and length and v0 and "profile_run" in text) or "chunked_prefill_enabled=True" in text:
+            continue
+        req, free = _gib(m.group(1), m.group(2)) + _HALF, _gib(m.group(3), m.group(4)) - _HALF
+        fits = int(length) * free / req
+        if fits < 2048 + 256 or fits >= int(length):
+            continue
+        seen += 1
+        lengths = [int(f["--max-model-len"]) for f in flag_sets if "--max-model-len" in f and len(f) == 1]
+        assert lengths, (path.name, flag_sets)
+        assert all(max(n, 2048) * req / int(length) <= free for n in lengths), (path.name, lengths)
+    assert seen >= 2

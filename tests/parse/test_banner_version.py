@@ -22,3 +22,19 @@ def test_a_dev_build_in_the_logo():
         triage_text(BANNER.replace("0.11.1", "0.11.1rc2.dev141+g38f225c2a")).vllm.version
         == "0.11.1rc2.dev141+g38f225c2a"
     )
+
+
+def _engine(line: str) -> str | None:
+    return triage_text(
+        f"INFO 10-15 02:46:34 llm_engine.py:237] {line} with config: model='m', max_seq_len=32768\n"
+    ).vllm.engine
+
+
+def test_the_engine_from_the_banners_words():
+    """V0's llm_engine.py said "an LLM engine" up to 0.6 ("a V0 LLM engine" from 0.7); V1 names itself.
+    0.6.6's experimental V1 core shared the old wording, so there only the version decides (not here)."""
+    assert _engine("Initializing an LLM engine (vdev)") == "v0"
+    assert _engine("Initializing an LLM engine (v0.6.3.post1)") == "v0"
+    assert _engine("Initializing a V0 LLM engine (v0.8.5)") == "v0"
+    assert _engine("Initializing a V1 LLM engine (v0.8.5)") == "v1"
+    assert _engine("Initializing an LLM engine (v0.6.6)") != "v1"

@@ -69,9 +69,28 @@ def answers() -> dict[str, Callable[[MemoryInputs], Any]]:
         "mamba_seqs": solve.mamba_seqs,
         "mamba_util": solve.mamba_util,
         "graph_excess": _gib(_graph_excess),
+        "batch_default": _advice("words"),
+        "batch_default_old": _advice("old"),
+        "batch_default_helps": _advice("helps"),
+        "batch_default_short": _advice("short"),
+        "batch_default_frees": _advice("frees"),
         "failure": lambda inp: inp.failure,
         "engine": lambda inp: inp.engine or "v1",
     }
+
+
+def _advice(part: str) -> Callable[[MemoryInputs], Any]:
+    """One part of the version-aware advice (memory/advice.py): a raised default behind the failure."""
+
+    def pick(inp: MemoryInputs) -> Any:
+        from triage.memory.advice import batch_default
+
+        got = batch_default(inp)
+        if got is None:
+            return None
+        return got.change.old if part == "old" else getattr(got, part)
+
+    return pick
 
 
 def _graph_excess(inp: MemoryInputs) -> Any:

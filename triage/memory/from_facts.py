@@ -126,6 +126,23 @@ def _str(facts: Mapping[str, Any], name: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
+def _given(facts: Mapping[str, Any], name: str) -> bool | None:
+    """Whether the log's argument dump sets `name` (None: no dump, so the log cannot tell)."""
+    dumped = getattr(facts.get("args_given"), "value", None)
+    return name in dumped if isinstance(dumped, tuple) else None
+
+
+def _serve_default(facts: Mapping[str, Any], total: Quantity | None) -> int | None:
+    """`vllm serve`'s default batch for this release and GPU (memory/vllm_defaults.txt), where the GPU's
+    kind tells it (both ends of the total's rounding must agree)."""
+    from triage.memory import defaults
+
+    name = _str(facts, "gpu_name")
+    ends = {defaults.devices(name, q) for q in ((total.lo, total.hi) if total is not None else (None,))}
+    kinds = tuple(dict.fromkeys(k for e in ends for k in e))
+    return defaults.value("max_num_batched_tokens", _str(facts, "vllm_version"), kinds)
+
+
 def _engine(facts: Mapping[str, Any]) -> str | None:
     e = _str(facts, "engine")
     if e in ("v0", "v1"):
@@ -205,6 +222,9 @@ def build(
     )
     if follows:
         batch = max(length or 0, 2048)  # V0's default without chunked prefill (config.py)
+    given = _given(facts, "max_num_batched_tokens")
+    if batch is None and engine == "v1" and given is False:
+        batch = _serve_default(facts, total)
     block = facts.get("block_size")
     bs = _int(facts, "block_size") or 16
     blocks = _int(facts, "gpu_blocks")
@@ -231,6 +251,7 @@ def build(
         max_model_len=_int(facts, "max_model_len"),
         max_num_seqs=_int(facts, "max_num_seqs"),
         max_num_batched_tokens=batch,
+        batch_given=given,
         batch_follows_len=follows,
         oom_requested=_oom(oom, "requested"),
         oom_free=_oom(oom, "free"),
@@ -243,6 +264,7 @@ def build(
         mamba_blocks=_int(facts, "mamba_blocks"),
         pp=_int(facts, "pipeline_parallel_size") or 1,
         dtype=_str(facts, "dtype"),
+        gpu_name=_str(facts, "gpu_name"),
         kv_cache_dtype=_str(facts, "kv_cache_dtype"),
         kv_cache_memory=_q(facts, "kv_cache_memory_bytes"),
         multimodal=bool(getattr(facts.get("multimodal"), "value", False)),

@@ -78,6 +78,7 @@ class MemoryInputs(Record, kw_only=False):
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    batch_given: bool | None = None  # set by the user (an argument dump has it); None: no dump to tell
     batch_follows_len: bool = False  # V0 without chunked prefill: max_num_batched_tokens = max(len, 2048)
     oom_requested: Quantity | None = None
     oom_free: Quantity | None = None
@@ -91,6 +92,7 @@ class MemoryInputs(Record, kw_only=False):
     pp: int = 1
     gpu_count: int | None = None  # GPUs the log shows on the node, when it shows them
     dtype: str | None = None
+    gpu_name: str | None = None  # as nvidia-smi or vLLM names it: vLLM picks some defaults by it
     kv_cache_dtype: str | None = None
     kv_cache_memory: Quantity | None = None
     multimodal: bool = False

@@ -17,6 +17,17 @@ from triage.parse.transform_layers import LayerEvents
 from triage.parse.transform_memory import MemoryEvents
 from triage.units import parse_size
 
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def _before_experimental_v1(version: str | None) -> bool:
+    """A banner version before 0.6.6 (V1's first core, which shared the banner's wording), or one
+    that names no release (a `dev` build of that era: the wording was gone by 0.7)."""
+    m = _RELEASE.match(version or "")
+    if not m:
+        return True
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) < (0, 6, 6)
+
 
 # Each mixin carries its own inline_children: it applies only to the methods a class defines itself.
 @inline_children
@@ -91,7 +102,11 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     def banner(self, words, *rest):
         version = next((str(r)[2:-1] for r in rest if r.type == "VERSION_PAREN"), None)
         tail = next((str(r) for r in rest if r.type == "TAIL"), "")
+        # V0's llm_engine.py said "an LLM engine" up to 0.6 and "a V0 LLM engine" after; V1 named itself
+        # from 0.7 (0.6's experimental V1 core said "an LLM engine" too: the version, where read, decides that)
         engine = "v1" if "V1" in words else "v0" if "V0" in words else None
+        if engine is None and _before_experimental_v1(version):
+            engine = "v0"
         return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
 
     def server_version(self, _head, version, *rest):

@@ -157,6 +157,8 @@ class EngineConfig(Event):
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():
             facts.put(key, value, self)
+        if self.source == "args":  # what the user set: a None in `Namespace(...)` is an argument left to its default
+            facts.put("args_given", tuple(sorted(k for k, v in self.settings.items() if v is not None)), self)
 
 
 @event
