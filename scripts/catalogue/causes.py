@@ -4,10 +4,10 @@ Order of evidence, first that answers wins:
 1. ``OVERRIDES``: hand-written, keyed by the source file and a fragment of the template
    (vLLM's or a layer's text, never a log's), for templates the general rules place wrong
    (wrappers that only say a step failed). Then ``BENIGN`` (a message that says the program
-   carries on is no failure) and ``REQUEST_TIME`` (a function that serves a request, renders
-   a chat or parses tool calls: an error there cannot stop a start).
+   carries on is no failure).
 2. ``CLASS_RULES``: the exception class alone decides (huggingface_hub's error classes,
-   ImportError).
+   ImportError). Then ``REQUEST_TIME`` (a function that serves a request, renders a chat or
+   parses tool calls: an error there cannot stop a start).
 3. ``WORDING``: what the message is about, in vLLM's own words (a KV cache too small, a
    compute capability, a parallel size, a missing package) - the taxonomy's tie-breaks.
    Then ``internal``: a programming error that place must not speak for (a misuse class of
@@ -45,6 +45,9 @@ OVERRIDES: list[tuple[str, str, str]] = [
     (r"torch/cuda/__init__\.py", "PyTorch was compiled without CUDA support", "package_version_mismatch"),
     (r"vllm/.*", "Timed out waiting for engine core processes to start", "startup_timeout"),
     (r"vllm/.*", "Did not receive response from front-end process", "startup_timeout"),
+    # a chat model with no chat template: --chat-template (raised when a chat is first rendered,
+    # as ValueError in older releases, ChatTemplateResolutionError in newer ones)
+    (r"vllm/entrypoints/chat_utils\.py", "you must provide a chat template", "invalid_arguments"),
     # Ray cannot place the workers: the cluster lacks the GPUs asked for (its wait is only the symptom)
     (r"vllm/.*executor/ray.*", "Cannot provide a placement group", "parallelism_mismatch"),
     (r"vllm/worker/.*|vllm/v1/worker/.*", "Error in memory profiling", "foreign_gpu_processes"),
@@ -75,7 +78,9 @@ CLASS_RULES: dict[str, str] = {
     "HeaderTooLarge": "model_files_corrupt",
     "OutOfMemoryError": "gpu_out_of_memory",
     "ModuleNotFoundError": "dependency_missing",
-    "CorruptedCacheException": "model_files_corrupt",  # the hub cache: a blob or snapshot missing
+    "CorruptedCacheException": "model_files_corrupt",
+    # no chat template for a chat model: --chat-template (raised when a chat is first rendered)
+    "ChatTemplateResolutionError": "invalid_arguments",  # the hub cache: a blob or snapshot missing
 }
 
 _I = re.IGNORECASE
@@ -384,10 +389,10 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
             return cause, "override"
     if BENIGN.search(text):
         return "unknown_failure", "benign"
-    if request_time(file, function):
-        return "unknown_failure", "request-time"
     if cls in CLASS_RULES:
         return CLASS_RULES[cls], "class"
+    if request_time(file, function):
+        return "unknown_failure", "request-time"
     config = CONFIG_PLACES.fullmatch(file) is not None
     for cause, sign in CONFIG_SIGNS if config else []:
         if sign.search(text):
