@@ -93,7 +93,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"pip install|please install|is not installed|not installed|No module named|"
             r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
             r"CUDA_HOME|could not find .*(compiler|executable)|"
-            r"\b(nvcc|ffmpeg|numactl)\b.{0,40}(not found|not installed|not available|install)",
+            r"\b(nvcc|ffmpeg|numactl|ninja)\b.{0,40}(not found|not installed|not available|install|is required)",
             _I,
         ),
     ),
@@ -101,10 +101,24 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     # taxonomy: "CUDA out of memory occurred when warming up sampler" is warmup_oom
     ("warmup_oom", None, re.compile(r"out of memory occurred when warming up", _I)),
+    # taxonomy v3: NCCL / collective init timeouts stay nccl_failure
+    (
+        "nccl_failure",
+        None,
+        re.compile(
+            r"(process group|barrier|rendezvous|nccl|collective).{0,80}(timed out|timeout)|"
+            r"(timed out|timeout).{0,80}(process group|barrier|rendezvous|nccl)",
+            _I,
+        ),
+    ),
     ("startup_timeout", None, re.compile(r"timed out|timeout|did not receive response|deadline", _I)),
     ("port_in_use", None, re.compile(r"address already in use|port \{?\w*\}? is (already )?in use", _I)),
     ("disk_space_exhausted", None, re.compile(r"no space left on device|disk space", _I)),
-    ("cache_dir_not_writable", None, re.compile(r"permission denied|not writable|read-only file", _I)),
+    (
+        "cache_dir_not_writable",
+        None,
+        re.compile(r"permission denied|not writable|read-only file|PermissionError at|cache directory permissions", _I),
+    ),
     ("shared_memory_exhausted", None, re.compile(r"/dev/shm", _I)),
     ("hf_auth_required", None, re.compile(r"gated repo|HF_TOKEN|access token|authenticat|\b40[13]\b|unauthori", _I)),
     (
@@ -123,7 +137,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"repository not found|not a valid model identifier|invalid repository id|not a local folder|"
             r"repo id must|does not appear to have|can't load the configuration|"
-            r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)",
+            r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)|unrecognized model in|"
+            r"can't load tokenizer for|no supported config format found|no config file found",
             _I,
         ),
     ),
@@ -193,6 +208,9 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"\btp[_ ]size|\bpp[_ ]size|\bdp[_ ]size|world[_ ]size|placement group|number of (gpus|devices)|"
             r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|ray cluster|head node|"
             r"device ordinal .{0,80}out of range|"
+            # a weight's per-rank shard vs a quantization block: only the TP size changes the dividend
+            r"not divisible by weight quantization block|_per_partition .{0,80}not divisible|"
+            r"per-rank intermediate sizes? must align|"
             r"\b(tp|pp|dp|ep)\b.*(divisible|must)|divisible by .*(parallel|size)",
             _I,
         ),
@@ -338,7 +356,10 @@ INTERNAL = re.compile(
     r"please update \w+ in|does not implement|must implement|has no attribute|no attribute named|"
     r"did you forget to call|is designed to be instantiated|but (got|received) \{type\(|got an object of|"
     r"invalid function argument|"
-    r"expecting a dictionary|invalid dim\b|called with conflicting|illegal to call|is already used by",
+    r"expecting a dictionary|invalid dim\b|called with conflicting|illegal to call|is already used by|"
+    r"must be set by this point|(subclasses|sub classes) should implement|please implement|"
+    r"model instance must (have|inherit)|typically means .{0,60} was called outside|must be of the same type|"
+    r"list type must|must take exactly one of|accepts only keyword arguments|must be contiguous",
     re.IGNORECASE,
 )
 
@@ -387,11 +408,11 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
     for where, fragment, cause in OVERRIDES:
         if re.fullmatch(where, file) and fragment in text:
             return cause, "override"
-    if BENIGN.search(text):
+    if BENIGN.search(text) or cls.endswith("Warning"):
         return "unknown_failure", "benign"
     if cls in CLASS_RULES:
         return CLASS_RULES[cls], "class"
-    if request_time(file, function):
+    if request_time(file, function) and not cls.endswith("ImportError"):  # a missing package is missing any time
         return "unknown_failure", "request-time"
     config = CONFIG_PLACES.fullmatch(file) is not None
     for cause, sign in CONFIG_SIGNS if config else []:

@@ -142,6 +142,50 @@ def test_no_internal_request_time_or_benign_message_names_a_cause():
             "host_memory_exhausted",
         ),
         ("vllm/config/device.py", "__post_init__", "RuntimeError", "Failed to infer device type", "gpu_not_visible"),
+        # a TP shard finer than the checkpoint's quantization block: only the TP size changes it
+        (
+            "vllm/model_executor/layers/quantization/fp8.py",
+            "create_weights",
+            "ValueError",
+            "Weight output_partition_size = {n} is not divisible by weight quantization block_n = {b}.",
+            "parallelism_mismatch",
+        ),
+        # taxonomy v3: a collective init timeout stays nccl_failure
+        (
+            "torch/distributed/distributed_c10d.py",
+            "_store_based_barrier",
+            "DistStoreError",
+            "Timed out initializing process group in store based barrier on rank {rank}",
+            "nccl_failure",
+        ),
+        (
+            "transformers/models/auto/configuration_auto.py",
+            "from_pretrained",
+            "ValueError",
+            "Unrecognized model in {path}. Should have a `model_type` key in its config.json",
+            "model_not_found",
+        ),
+        (
+            "torch/utils/cpp_extension.py",
+            "build_extensions",
+            "AssertionError",
+            "ninja is required to build sycl extensions.",
+            "dependency_missing",
+        ),
+        (
+            "torch/utils/cpp_extension.py",
+            "_check_abi",
+            "UserWarning",
+            "It seems that the VC environment is activated but DISTUTILS_USE_SDK is not set.",
+            "unknown_failure",
+        ),
+        (
+            "vllm/engine/arg_utils.py",
+            "create_engine_config",
+            "AssertionError",
+            "max_num_seqs must be set by this point",
+            "unknown_failure",
+        ),
         (
             "vllm/config/model.py",
             "validate",
