@@ -101,13 +101,14 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     # taxonomy: "CUDA out of memory occurred when warming up sampler" is warmup_oom
     ("warmup_oom", None, re.compile(r"out of memory occurred when warming up", _I)),
-    # taxonomy v3: NCCL / collective init timeouts stay nccl_failure
+    # taxonomy v3: NCCL / process-group init timeouts stay nccl_failure (a bare start-up
+    # barrier's timeout stays startup_timeout: the ranks did not all arrive in time)
     (
         "nccl_failure",
         None,
         re.compile(
-            r"(process group|barrier|rendezvous|nccl|collective).{0,80}(timed out|timeout)|"
-            r"(timed out|timeout).{0,80}(process group|barrier|rendezvous|nccl)",
+            r"(process group|rendezvous|nccl).{0,80}(timed out|timeout)|"
+            r"(timed out|timeout).{0,80}(process group|rendezvous|nccl)",
             _I,
         ),
     ),
