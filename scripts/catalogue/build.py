@@ -34,6 +34,8 @@ EXTRACTION = HERE / "extraction.json"
 CATALOGUE = ROOT / "rules" / "catalogue" / "vllm_errors.json"
 COVERAGE = ROOT / "rules" / "catalogue" / "COVERAGE.txt"
 SCHEMA_VERSION = 1
+# how a cause was decided that says a template is no user-facing startup error (causes.py)
+NOT_STARTUP = {"benign", "request-time", "internal"}
 
 
 def build(extraction: dict) -> tuple[dict, dict]:
@@ -47,8 +49,8 @@ def build(extraction: dict) -> tuple[dict, dict]:
     stats: dict = {"templates": [], "vague": 0, "ambiguous": 0}
     for rec in extraction["templates"]:
         heads = [h for h in (prefix(ln) for ln in lines_of(rec["parts"])) if not too_vague(h)]
-        cause, how = cause_of(rec["file"], rec["class"], render(rec["parts"]))
-        stats["templates"].append((rec["package"], rec["versions"], cause if heads else None))
+        cause, how = cause_of(rec["file"], rec["class"], render(rec["parts"]), rec["function"])
+        stats["templates"].append((rec["package"], rec["versions"], cause if heads else None, how in NOT_STARTUP))
         if not heads:
             stats["vague"] += 1
             continue
@@ -102,15 +104,26 @@ def coverage(doc: dict, stats: dict) -> str:
         "'vague': templates left out because no line of them has enough literal text to be told",
         "from other text (longest literal run under 12 characters or under 18 letters in all:",
         'f"{name}: {err}", "Invalid {x}"); they are not counted in \'kept\'.',
+        "'not startup': templates kept as matchers but found not to be user-facing startup errors",
+        "(raised while serving a request, a programming error, a message that says it carries",
+        "on; causes.py); they name no cause and are not counted in 'kept'. 'all' is the share",
+        "of named among every kept matcher, those included.",
     ]
-    lines += ["", f"{'package':<16} {'release':<12} {'kept':>5} {'named':>6} {'share':>7} {'vague':>6}"]
+    head = f"{'package':<16} {'release':<12} {'kept':>5} {'named':>6} {'share':>7} {'vague':>6}"
+    head += f" {'not startup':>12} {'all':>7}"
+    lines += ["", head]
     for package, releases in doc["releases"].items():
         for v in releases:
-            mine = [c for p, vs, c in stats["templates"] if p == package and v in vs]
-            kept = [c for c in mine if c is not None]
+            mine = [(c, ns) for p, vs, c, ns in stats["templates"] if p == package and v in vs]
+            every = [c for c, _ in mine if c is not None]
+            kept = [c for c, ns in mine if c is not None and not ns]
             named = sum(c != "unknown_failure" for c in kept)
             share = f"{100 * named / len(kept):.1f}%" if kept else "-"
-            lines.append(f"{package:<16} {v:<12} {len(kept):>5} {named:>6} {share:>7} {len(mine) - len(kept):>6}")
+            overall = f"{100 * named / len(every):.1f}%" if every else "-"
+            lines.append(
+                f"{package:<16} {v:<12} {len(kept):>5} {named:>6} {share:>7} {len(mine) - len(every):>6} "
+                f"{len(every) - len(kept):>12} {overall:>7}"
+            )
     by_cause: dict[str, int] = {}
     how: dict[str, int] = {}
     for e in doc["entries"]:

@@ -46,9 +46,159 @@ def test_catalogue_covers_vllm_06_to_033_and_its_layers():
     assert {f"0.{m}" for m in range(6, 34)} <= minors
 
 
-def test_coverage_of_033_is_at_least_95_percent():
+def test_coverage_of_033_is_at_least_90_percent():
+    """Of vLLM 0.33's user-facing startup messages, the share that names a cause. It was 95.8%
+    before the place-mapped entries were reviewed (scripts/catalogue/audit.py): internal
+    asserts and request-time errors then took their area's cause, and a wrong cause costs
+    more trust than unknown_failure; they now name none and are counted apart."""
     row = next(ln for ln in build.COVERAGE.read_text().splitlines() if ln.startswith("vllm") and " 0.33.0 " in ln)
-    assert float(row.split()[4].rstrip("%")) >= 95.0, row
+    assert float(row.split()[4].rstrip("%")) >= 90.0, row
+
+
+def test_no_internal_request_time_or_benign_message_names_a_cause():
+    for e in SHIPPED["entries"]:
+        if e["how"] in build.NOT_STARTUP:
+            assert e["cause"] == "unknown_failure", e["id"]
+
+
+@pytest.mark.parametrize(
+    "file,function,cls,text,cause",
+    [
+        # wrappers: the error that says why is printed before them
+        (
+            "vllm/entrypoints/openai/api_server.py",
+            "build_async_engine_client_from_engine_args",
+            "RuntimeError",
+            "Engine process failed to start. See stack trace for the root cause.",
+            "unknown_failure",
+        ),
+        (
+            "vllm/v1/executor/ray_executor_v2.py",
+            "_init_executor",
+            "RuntimeError",
+            "Worker {i} failed to initialize: {result}",
+            "unknown_failure",
+        ),
+        # request time: cannot stop a start
+        (
+            "vllm/entrypoints/llm.py",
+            "generate",
+            "ValueError",
+            "LLM.generate() is only supported for generative models.",
+            "unknown_failure",
+        ),
+        ("vllm/entrypoints/llm.py", "__init__", "ValueError", "Unknown tokenizer mode: {mode}", "invalid_arguments"),
+        # a collective API's argument check is the caller's bug, not NCCL failing
+        (
+            "torch/distributed/distributed_c10d.py",
+            "get_group_rank",
+            "ValueError",
+            "Global rank {global_rank} is not part of group {group}",
+            "unknown_failure",
+        ),
+        (
+            "torch/distributed/distributed_c10d.py",
+            "init_process_group",
+            "RuntimeError",
+            "Distributed package doesn't have NCCL built in",
+            "nccl_failure",
+        ),
+        (
+            "vllm/distributed/parallel_state.py",
+            "get_world_group",
+            "AssertionError",
+            "world group is not initialized",
+            "unknown_failure",
+        ),
+        # benign: vLLM says it carries on
+        (
+            "vllm/platforms/cuda.py",
+            "is_fully_connected",
+            "logger.exception",
+            "NVLink detection failed. This is normal if your machine has no NVLink equipped.",
+            "unknown_failure",
+        ),
+        # a platform's missing feature is a configuration to change, not a dtype
+        (
+            "vllm/platforms/cpu.py",
+            "get_attn_backend_cls",
+            "NotImplementedError",
+            "MLA is not supported on CPU.",
+            "invalid_arguments",
+        ),
+        (
+            "vllm/platforms/cuda.py",
+            "device_id_to_physical_device_id",
+            "RuntimeError",
+            "CUDA_VISIBLE_DEVICES is set to empty string, which means GPU support is disabled.",
+            "gpu_not_visible",
+        ),
+        # the taxonomy's named signs win over the config tie-break
+        (
+            "vllm/config/cache.py",
+            "verify_with_parallel_config",
+            "ValueError",
+            "Too large swap space. {x} GiB out of the {y} GiB total CPU memory is allocated for the swap space.",
+            "host_memory_exhausted",
+        ),
+        ("vllm/config/device.py", "__post_init__", "RuntimeError", "Failed to infer device type", "gpu_not_visible"),
+        # a TP shard finer than the checkpoint's quantization block: only the TP size changes it
+        (
+            "vllm/model_executor/layers/quantization/fp8.py",
+            "create_weights",
+            "ValueError",
+            "Weight output_partition_size = {n} is not divisible by weight quantization block_n = {b}.",
+            "parallelism_mismatch",
+        ),
+        # taxonomy v3: a collective init timeout stays nccl_failure
+        (
+            "torch/distributed/distributed_c10d.py",
+            "_store_based_barrier",
+            "DistStoreError",
+            "Timed out initializing process group in store based barrier on rank {rank}",
+            "nccl_failure",
+        ),
+        (
+            "transformers/models/auto/configuration_auto.py",
+            "from_pretrained",
+            "ValueError",
+            "Unrecognized model in {path}. Should have a `model_type` key in its config.json",
+            "model_not_found",
+        ),
+        (
+            "torch/utils/cpp_extension.py",
+            "build_extensions",
+            "AssertionError",
+            "ninja is required to build sycl extensions.",
+            "dependency_missing",
+        ),
+        (
+            "torch/utils/cpp_extension.py",
+            "_check_abi",
+            "UserWarning",
+            "It seems that the VC environment is activated but DISTUTILS_USE_SDK is not set.",
+            "unknown_failure",
+        ),
+        (
+            "vllm/engine/arg_utils.py",
+            "create_engine_config",
+            "AssertionError",
+            "max_num_seqs must be set by this point",
+            "unknown_failure",
+        ),
+        (
+            "vllm/config/model.py",
+            "validate",
+            "ValueError",
+            "max_model_len must be a positive integer, got {type(v)}: {v}",
+            "invalid_arguments",
+        ),
+    ],
+)
+def test_reviewed_mappings(file, function, cls, text, cause):
+    from causes import cause_of
+
+    assert cause_of(file, cls, text, function)[0] == cause
 
 
 def _repeats(tree, depth: int = 0):

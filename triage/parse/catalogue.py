@@ -49,9 +49,7 @@ class Catalogue:
         for e in entries:
             if e["cause"] == "unknown_failure" or not e["literal"]:
                 continue
-            words = _WORD.findall(e["literal"])
-            key = max(words, key=len) if words else e["literal"]
-            self._index.setdefault(key, []).append(e)
+            self._index.setdefault(_key(e["literal"]), []).append(e)
         for bucket in self._index.values():  # the most specific first: the longest literal
             bucket.sort(key=lambda e: (-len(e["literal"]), e["id"]))
 
@@ -89,6 +87,16 @@ class Catalogue:
                     text=text[:300],
                 )
         return None
+
+
+def _key(literal: str) -> str:
+    """The index word of a literal: its longest whole word. Its first and last words may be
+    pieces (the literal can begin right after a field, `{name}_size`, and is cut after 60
+    letters, `pipeline_parallel` of `pipeline_parallel_size`), so the last is left out when
+    another is there, the first when two others are: a piece is never a word of the text."""
+    words = _WORD.findall(literal)
+    inner = words[1 if len(words) > 2 else 0 : -1 if len(words) > 1 else None]
+    return max(inner, key=len) if inner else literal
 
 
 _LOADED: Catalogue | None = None
