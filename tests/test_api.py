@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import pickle
 
+import msgspec
 import pytest
 from conftest import FIXTURES
 
@@ -59,8 +60,9 @@ def _surface() -> str:
 
 
 def _signature(cls: type) -> str:
-    if hasattr(cls, "_names"):  # a record: its fields
-        return "(" + ", ".join(f"{n}: {a}" for n, (a, _) in cls._fields.items()) + ")"
+    if isinstance(cls, type) and issubclass(cls, msgspec.Struct):  # a value class: its fields
+        written = {n: a for c in reversed(cls.__mro__) for n, a in inspect.get_annotations(c).items()}
+        return "(" + ", ".join(f"{n}: {written[n]}" for n in cls.__struct_fields__) + ")"
     return str(inspect.signature(cls))
 
 

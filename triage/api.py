@@ -25,9 +25,10 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, BinaryIO, TextIO
 
+from msgspec import Struct
+
 from triage.errors import InputError, TriageError
 from triage.model.report import SCHEMA_VERSION, Report, found_failure
-from triage.records import Record
 
 __all__ = [
     "API_VERSION",
@@ -191,7 +192,7 @@ def error_record(name: str, message: str, *, redact: bool = True) -> dict[str, A
     return {"input": {"name": name}, "error": message}
 
 
-class Summary(Record):
+class Summary(Struct, frozen=True, kw_only=True):
     """What a cause table counts of one report: the outcome, the primary cause, and the
     model, vLLM version and GPU the log names (None where it does not)."""
 

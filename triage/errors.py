@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.records import Record
+from msgspec import Struct
 
 
 class TriageError(Exception):
@@ -21,7 +21,7 @@ class InputError(TriageError):
     """The log could not be read: missing, a directory, unreadable, binary, too large."""
 
 
-class Problem(Record):
+class Problem(Struct, frozen=True, kw_only=True):
     """One thing wrong with a rule pack, located so an editor can jump to it.
 
     `line` is the line of the field when the pack says where it is, else of the rule, else of

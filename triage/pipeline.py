@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
 
+from msgspec import Struct, field
+
 from triage.diagnose.redact import LineRedactor, redact_text
 from triage.diagnose.report_builder import build_report, evidence_text
 from triage.ingest.chains import CutChains
@@ -19,7 +21,6 @@ from triage.model import events as ev
 from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
 from triage.parse.vocabulary import matcher
-from triage.records import Record, field
 from triage.rule_engine.load import Rule, load_rules
 from triage.timeline.timeline import Timeline
 
@@ -32,7 +33,7 @@ MAX_EVIDENCE_LINES = 20000  # texts of evidence lines held before unused ones ar
 RECENT_TEXTS = 2000
 
 
-class Options(Record, frozen=False, kw_only=False):
+class Options(Struct):
     redact: bool = True
     extra_rules: list[str] = field(default_factory=list)
     max_bytes: int | None = None

@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from msgspec import Struct, field
+
 from triage.errors import UsageError
-from triage.records import Record, field
 from triage.units import parse_size
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ _LENGTH = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 # -- a command line, as `plan` reads it ---------------------------------------------------------
 
 
-class ServeFlags(Record, frozen=False, kw_only=False):
-    """What a command line sets (a record: defining a dataclass costs ~1 ms of every start)."""
+class ServeFlags(Struct):
+    """What a command line sets (a Struct: defining a dataclass costs ~1 ms of every start)."""
 
     model: str | None = None
     tp: int = 1

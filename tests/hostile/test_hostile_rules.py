@@ -349,6 +349,7 @@ DATA = (type(None), bool, int, float, str, list, tuple, dict, ev.Event)
         "event.describe",
         "event.__slots__",
         "event.__dataclass_fields__",
+        "event.__struct_fields__",
     ],
 )
 def test_attribute_names_reach_data_only(source):

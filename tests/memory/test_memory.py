@@ -10,6 +10,7 @@ import re
 
 import pytest
 from conftest import CORPUS, log_text
+from msgspec.structs import replace
 
 from triage.memory import (
     FAILS,
@@ -27,7 +28,6 @@ from triage.memory import (
     solve,
     verify,
 )
-from triage.records import replace
 from triage.units import GiB, MiB
 
 

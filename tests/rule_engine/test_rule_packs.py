@@ -196,7 +196,7 @@ def test_readme_rule_table_is_generated_from_the_packs():
 
 
 def test_a_warm_cache_loads_the_rules_without_pydantic_or_yaml(tmp_path):
-    """The compiled rules are plain dataclasses: unpickling them imports neither pydantic nor
+    """The compiled rules are plain Structs: unpickling them imports neither pydantic nor
     YAML (start-up, issue 16); only a cache miss validates the packs."""
     code = (
         "import sys; from triage.rule_engine.load import load_rules; n = len(load_rules()); "

@@ -14,13 +14,14 @@ import re
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+from msgspec import Struct, field
+
 from triage.diagnose.catalogue_sign import TailLines, catalogue_sign
 from triage.diagnose.memory_view import build_view, check_remedies
 from triage.errors import ExpressionError, RuleBudgetError
 from triage.model import events as ev
 from triage.model.report import Diagnosis, Evidence, Remedy
 from triage.parse.packages import companions
-from triage.records import Record, field
 from triage.rule_engine.expr import FactView, Trace
 from triage.rule_engine.load import Rule
 from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
@@ -36,7 +37,7 @@ MAX_EVIDENCE = 8
 EXPORTED_FACT_TYPES = (int, float, str, bool, list)
 
 
-class FailureView(Record, kw_only=False):
+class FailureView(Struct, frozen=True):
     """What rules may read about the failure; a record (its fields only) so reading it cites its line."""
 
     line: int
@@ -142,7 +143,7 @@ def _describe(signal: Signal) -> str:
     return signal.events[0].kind if signal.events else ""
 
 
-class AttemptResult(Record, frozen=False, kw_only=False):
+class AttemptResult(Struct):
     """One attempt's verdict: its fatal signal, merged facts and ranked diagnoses (internal)."""
 
     attempt: Attempt

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import re
 
+from msgspec import Struct
+
 from triage.escapes import strip_escapes
 from triage.patterns import LazyPattern
-from triage.records import Record
 
 LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 # Patterns behind a cheap test (a first character, a substring) that most logs never pass
 # are compiled on first use (LazyPattern); the ones most lines reach are compiled here.
 
 
-class Line(Record, kw_only=False):
+class Line(Struct, frozen=True):
     """A log line reduced to its message, with where it came from."""
 
     no: int

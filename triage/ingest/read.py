@@ -19,8 +19,9 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
+from msgspec import Struct, field
+
 from triage.errors import InputError
-from triage.records import Record, field
 
 CHUNK_SIZE = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -29,7 +30,7 @@ BINARY_SNIFF_BYTES = 64 * 1024
 UTF16_SNIFF_BYTES = 4096
 
 
-class InputStats(Record, frozen=False, kw_only=False):
+class InputStats(Struct):
     """What the reader saw, for the report's `input` block."""
 
     name: str

@@ -20,8 +20,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
+from msgspec import Struct
+
 from triage.ingest.lines import starts_record
-from triage.records import Record
 
 SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
@@ -115,7 +116,7 @@ def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple
         yield held_no, "".join(parts)
 
 
-class Repair(Record, kw_only=False):
+class Repair(Struct, frozen=True):
     """How a paste was reshaped: the indent before every line, the column lines were cut at."""
 
     indent: str = ""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
+from msgspec import Struct
+
 from triage.memory.quantities import Quantity, weakest
-from triage.records import Record
 from triage.units import GiB, MiB
 
 FITS = "fits"
@@ -19,7 +20,7 @@ FAILS = "fails"
 UNKNOWN = "cannot tell"
 
 
-class Check(Record, kw_only=False):
+class Check(Struct, frozen=True):
     """One of vLLM's checks under a configuration.
 
     name: a stable id (`startup_free_memory`, `kv_pool_positive`, `kv_fits_max_model_len`, ...).

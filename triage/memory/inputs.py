@@ -8,8 +8,10 @@ reading of a log in from_facts.
 
 from __future__ import annotations
 
+from msgspec import Struct, field
+from msgspec.structs import replace
+
 from triage.memory.quantities import DEFAULT, Quantity
-from triage.records import Record, field, replace
 
 DEFAULT_UTIL = 0.9
 DEFAULT_BLOCK = 16
@@ -31,7 +33,7 @@ KV_ALLOC = "kv_cache_allocation"  # OOM allocating the pool: the whole budget mu
 SERVING = "serving_batch"  # OUTSIDE, while serving: scaled by the batch (tokens, sequences)
 
 
-class Config(Record, kw_only=False):
+class Config(Struct, frozen=True):
     """Flags of one start. None: what the failed start used (or vLLM's default)."""
 
     gpu_memory_utilization: float | None = None
@@ -49,7 +51,7 @@ class Config(Record, kw_only=False):
         return replace(self, **kw)
 
 
-class MemoryInputs(Record, kw_only=False):
+class MemoryInputs(Struct, frozen=True):
     """Figures of one start, per device. Quantities carry provenance and rounding intervals.
 
     total/free: device memory and what was free at startup (the tightest device);

@@ -9,7 +9,8 @@ coin flip into "fits".
 
 from __future__ import annotations
 
-from triage.records import Record
+from msgspec import Struct
+
 from triage.units import GiB, MiB
 
 PRINTED = "printed"  # read from the log as vLLM/PyTorch printed it
@@ -28,7 +29,7 @@ def weakest(*sources: str) -> str:
     return worst if _WEAKNESS.get(worst, 1) >= 2 else DERIVED
 
 
-class Quantity(Record, kw_only=False):
+class Quantity(Struct, frozen=True):
     """A value in [lo, hi] (bytes, tokens or a ratio), its provenance and the log line it came from."""
 
     value: float

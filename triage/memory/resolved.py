@@ -4,6 +4,9 @@ the memory outside the KV pool, the pool itself, under a changed TP, batch or KV
 Split from model.py (the checks): the checks read a `Resolved`, made here once per configuration.
 """
 
+from msgspec import Struct
+from msgspec.structs import replace
+
 from triage.memory import budget, kv
 from triage.memory.inputs import (
     PROFILE,
@@ -11,7 +14,6 @@ from triage.memory.inputs import (
     MemoryInputs,
 )
 from triage.memory.quantities import ESTIMATED, GIVEN, Quantity
-from triage.records import Record, replace
 
 V0_MIN_BATCH = 2048  # V0 config: max_num_batched_tokens = max(max_model_len, 2048) without chunked prefill
 
@@ -29,7 +31,7 @@ def dtype_bytes(kv_dtype: str | None, model_dtype: str | None) -> float:
     return _DTYPE_BYTES.get(d, 2)
 
 
-class Resolved(Record, kw_only=False):
+class Resolved(Struct, frozen=True):
     """The figures of one configuration, derived from the failed start's."""
 
     util: float

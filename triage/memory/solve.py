@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from msgspec import Struct
+
 from triage.memory import budget, kv
 from triage.memory.checks import FAILS, FITS, Check, overall
 from triage.memory.inputs import (
@@ -27,7 +29,6 @@ from triage.memory.inputs import (
 )
 from triage.memory.model import CONTEXT_OUTSIDE, capacity_tokens, estimate_bound, evaluate, reserve, resolve
 from triage.memory.quantities import Quantity
-from triage.records import Record
 from triage.vllm_flags import apply
 
 MAX_UTIL = 0.98  # a budget above this leaves nothing for the driver and graphs
@@ -37,7 +38,7 @@ FP8 = "fp8"
 _TARGET = {GRAPHS: OUTSIDE, KERNEL_WARMUP: OUTSIDE, SAMPLER_WARMUP: OUTSIDE, SERVING: OUTSIDE, KV_ALLOC: OUTSIDE}
 
 
-class Verification(Record, kw_only=False):
+class Verification(Struct, frozen=True):
     """What the model says about one set of flags."""
 
     ok: bool

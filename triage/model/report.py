@@ -3,21 +3,22 @@
 Renderers compute nothing; whatever a format shows must be here. Changing a field's
 meaning or removing one is a new schema_version; adding optional fields is not.
 
-The parts are plain dataclasses, so a run imports no validation library (pydantic costs
-~100 ms of start-up). They keep pydantic's names for what callers use (`model_dump`,
-`model_copy`, ...). Validation and the JSON Schema, where the contract is checked (reading a
-report back, `vllm-triage schema`, the server's OpenAPI document), go through pydantic,
-imported then: it validates these very dataclasses (`extra="forbid"` via `__pydantic_config__`).
+The parts are plain `msgspec.Struct`s (mutable, keyword-only), so a run imports no validation
+library (pydantic costs ~100 ms of start-up). They keep pydantic's names for what callers use
+(`model_dump`, `model_copy`, ...). Validation and the JSON Schema, where the contract is checked
+(reading a report back, `vllm-triage schema`, the server's OpenAPI document), go through
+pydantic, imported then (`report_contract`): it validates dataclasses made from these very
+classes, field for field, and hands back these classes.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import field, fields, replace
-from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from triage.records import lazy_dataclass
+from msgspec import Struct, field
+from msgspec.structs import replace
+
 from triage.version import __version__
 
 SCHEMA_VERSION = 1
@@ -26,19 +27,9 @@ SCHEMA_VERSION = 1
 Outcome = Literal["failed", "healthy", "incomplete", "recovered"]
 
 
-class _Model:
-    """What every part of the report offers, under pydantic's method names."""
-
-    __pydantic_config__ = {"extra": "forbid"}
-    _names: ClassVar[tuple[str, ...]] = ()  # the fields, in order (set by `lazy_dataclass`)
-
-    def __eq__(self, other: object) -> bool:  # a dataclass's: the fields as tuples
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return tuple(getattr(self, n) for n in self._names) == tuple(getattr(other, n) for n in other._names)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._names)})"
+class _Model(Struct, kw_only=True):
+    """What every part of the report offers, under pydantic's method names. (Each part says
+    `kw_only=True` too: msgspec and type checkers read it per class.)"""
 
     def model_dump(self, mode: str = "python") -> dict[str, Any]:
         """The part as plain data; `mode="json"`: only JSON types (tuples as lists, no inf/NaN)."""
@@ -46,29 +37,37 @@ class _Model:
 
     def model_dump_json(self) -> str:
         """Compact JSON, byte for byte what pydantic writes (its float spelling differs from json's)."""
-        return _adapter(type(self)).dump_json(self).decode()  # type: ignore[arg-type]
+        from pydantic_core import to_json  # pydantic's serializer, without importing pydantic
+
+        return to_json(self.model_dump(mode="json")).decode()
 
     def model_copy(self, update: dict[str, Any] | None = None):
         """A shallow copy with some fields replaced (not validated, as in pydantic)."""
-        return replace(self, **(update or {}))  # type: ignore[type-var]
+        return replace(self, **(update or {}))
 
     @classmethod
     def model_validate(cls, data: Any):
         """Checked against the contract (a wrong type or an unknown key raises pydantic's ValidationError)."""
-        return _adapter(cls).validate_python(data)  # type: ignore[arg-type]
+        from triage.model.report_contract import validate
+
+        return validate(cls, data, json=False)
 
     @classmethod
     def model_validate_json(cls, text: str | bytes):
-        return _adapter(cls).validate_json(text)  # type: ignore[arg-type]
+        from triage.model.report_contract import validate
+
+        return validate(cls, text, json=True)
 
     @classmethod
     def model_json_schema(cls, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
-        return _adapter(cls).json_schema(ref_template=ref_template)  # type: ignore[arg-type]
+        from triage.model.report_contract import adapter
+
+        return adapter(cls).json_schema(ref_template=ref_template)
 
 
 def _dump(value: Any, as_json: bool) -> Any:
     if isinstance(value, _Model):
-        return {f.name: _dump(getattr(value, f.name), as_json) for f in fields(value)}  # type: ignore[arg-type]
+        return {name: _dump(getattr(value, name), as_json) for name in value.__struct_fields__}
     if isinstance(value, dict):
         return {k: _dump(v, as_json) for k, v in value.items()}
     if isinstance(value, list):
@@ -86,15 +85,7 @@ def _as_float(value: Any) -> Any:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-@cache
-def _adapter(cls: type):
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(cls)
-
-
-@lazy_dataclass
-class Tool(_Model):
+class Tool(_Model, kw_only=True):
     name: str = "vllm-triage"
     version: str = __version__
     # When the report was written (ISO 8601, UTC): set by the commands that write a report
@@ -103,8 +94,7 @@ class Tool(_Model):
     generated_at: str | None = None
 
 
-@lazy_dataclass
-class InputInfo(_Model):
+class InputInfo(_Model, kw_only=True):
     name: str
     lines: int
     bytes: int
@@ -112,14 +102,12 @@ class InputInfo(_Model):
     compressed: bool = False
 
 
-@lazy_dataclass
-class VllmInfo(_Model):
+class VllmInfo(_Model, kw_only=True):
     version: str | None = None
     engine: Literal["v0", "v1"] | None = None
 
 
-@lazy_dataclass
-class Echo(_Model):
+class Echo(_Model, kw_only=True):
     """Another process's error after the fatal one: it failed because the first one did."""
 
     line: int
@@ -127,8 +115,7 @@ class Echo(_Model):
     message: str
 
 
-@lazy_dataclass
-class Failure(_Model):
+class Failure(_Model, kw_only=True):
     phase: str | None = None
     line: int
     origin: str = ""
@@ -137,15 +124,13 @@ class Failure(_Model):
     downstream: list[Echo] = field(default_factory=list)
 
 
-@lazy_dataclass
-class Evidence(_Model):
+class Evidence(_Model, kw_only=True):
     line: int
     text: str
     origin: str = ""
 
 
-@lazy_dataclass
-class RemedyCheck(_Model):
+class RemedyCheck(_Model, kw_only=True):
     """What the memory model checked a numeric remedy against, with the worst-case margin."""
 
     against: str  # the vLLM check that failed: startup_free_memory, kv_fits_max_model_len, ...
@@ -159,16 +144,14 @@ class RemedyCheck(_Model):
         self.margin = _as_float(self.margin)
 
 
-@lazy_dataclass
-class Remedy(_Model):
+class Remedy(_Model, kw_only=True):
     text: str
     flags: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     check: RemedyCheck | None = None  # set on every remedy whose flags the memory model can check
 
 
-@lazy_dataclass
-class Diagnosis(_Model):
+class Diagnosis(_Model, kw_only=True):
     id: str
     title: str
     confidence: float
@@ -184,8 +167,7 @@ class Diagnosis(_Model):
         self.confidence = _as_float(self.confidence)
 
 
-@lazy_dataclass
-class AttemptSummary(_Model):
+class AttemptSummary(_Model, kw_only=True):
     index: int
     first_line: int
     last_line: int
@@ -194,8 +176,7 @@ class AttemptSummary(_Model):
     repeats: int = 1
 
 
-@lazy_dataclass
-class Report(_Model):
+class Report(_Model, kw_only=True):
     schema_version: int = SCHEMA_VERSION
     tool: Tool = field(default_factory=Tool)
     input: InputInfo
@@ -208,13 +189,11 @@ class Report(_Model):
     notes: list[str] = field(default_factory=list)
 
 
-@lazy_dataclass
-class BatchErrorInput(_Model):
+class BatchErrorInput(_Model, kw_only=True):
     name: str
 
 
-@lazy_dataclass
-class BatchError(_Model):
+class BatchError(_Model, kw_only=True):
     """A line of `batch --jsonl` for a log that could not be read (instead of its report)."""
 
     input: BatchErrorInput

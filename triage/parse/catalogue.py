@@ -19,14 +19,14 @@ import os
 import re
 from collections.abc import Iterable
 
-from triage.records import Record
+from msgspec import Struct
 
 MAX_TEXT = 2000  # characters of one message searched
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _SPACE = re.compile(r"\s+")
 
 
-class CatalogueHit(Record, kw_only=False):
+class CatalogueHit(Struct, frozen=True):
     """A log line whose message is one of the catalogue's: a sign rules read as `catalogue`."""
 
     line: int  # the log line (so reading the hit cites it as evidence)

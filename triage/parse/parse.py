@@ -13,6 +13,8 @@ import re
 from bisect import bisect_left
 from functools import cache, lru_cache
 
+from msgspec.structs import replace
+
 from triage.ingest.lines import Line
 from triage.ingest.periodic import metrics_item
 from triage.model import events as ev
@@ -21,7 +23,6 @@ from triage.parse.grammar import AT_START_ONLY, PHASE_CALLS, START_RULES, anchor
 from triage.parse.log_parser import LarkError, Token, Tree, VisitError
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
-from triage.records import replace
 
 _WS = re.compile(r"\s+")
 # Source lines that still state something: a worker method dispatched by name, a phase call.

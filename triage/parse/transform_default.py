@@ -9,13 +9,14 @@ whose text needs interpreting (units in the tail, a choice between wordings) kee
 
 from __future__ import annotations
 
+import inspect
+from functools import cache
 from typing import Any
 
 from triage.model.events.base import KINDS
 from triage.parse.grammar import START_RULES
 from triage.parse.log_parser import Token, Tree
 from triage.parse.transform_common import num, whole
-from triage.records import field_annotations
 from triage.units import parse_size
 
 
@@ -24,7 +25,7 @@ def fields_from_terminals(kind: str, children: list[Any]) -> dict[str, Any] | No
     cls = KINDS.get(kind)
     if cls is None:
         return None
-    types = {name: str(annotation) for name, annotation in field_annotations(cls).items()}
+    types = _field_types(cls)
     item: dict[str, Any] = {"kind": kind}
     for token in children:
         if not isinstance(token, Token):
@@ -35,6 +36,15 @@ def fields_from_terminals(kind: str, children: list[Any]) -> dict[str, Any] | No
             if value is not None:
                 item[name] = value
     return item
+
+
+@cache
+def _field_types(cls: type) -> dict[str, str]:
+    """Field name -> its annotation, as written (a string: the event modules defer annotations)."""
+    written: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        written.update(inspect.get_annotations(klass))
+    return {name: str(written[name]) for name in cls.__struct_fields__}  # type: ignore[attr-defined]
 
 
 def _typed(text: str, annotation: str) -> Any:

@@ -10,7 +10,9 @@ CUDA graphs outside the budget. The first that fails is the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from triage.memory import (
     DEFAULT,

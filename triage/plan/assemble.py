@@ -172,7 +172,7 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
 
 def _replan(launch: Launch, flags: dict) -> str:
     """The verdict of the same launch with these flags changed (the remedies' last check)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from triage.plan.answer import answer
     from triage.plan.launch import build

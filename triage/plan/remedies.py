@@ -8,7 +8,8 @@ set as the launch's failure, each solver inverts vLLM's arithmetic in the worst 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from triage.memory import Check, MemoryInputs, solve
 from triage.plan.answer import Answer

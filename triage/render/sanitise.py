@@ -26,8 +26,10 @@ only what came from the input; it is idempotent (its output holds nothing it wou
 from __future__ import annotations
 
 import re
-from dataclasses import fields, is_dataclass, replace
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + BIDI
@@ -85,12 +87,12 @@ def clean_data(value: Any, name: bool = False) -> Any:
         pairs = {clean_data(k, True): clean_data(v) for k, v in value.items()}
         same = len(pairs) == len(value) and all(k in value and value[k] is v for k, v in pairs.items())
         return value if same else pairs
-    if is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Struct):
         changed = {}
-        for f in fields(value):
-            old = getattr(value, f.name)
-            new = clean_data(old, f.name in NAME_FIELDS)
+        for field in value.__struct_fields__:
+            old = getattr(value, field)
+            new = clean_data(old, field in NAME_FIELDS)
             if new is not old:
-                changed[f.name] = new
+                changed[field] = new
         return replace(value, **changed) if changed else value
     return value

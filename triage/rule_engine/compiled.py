@@ -1,18 +1,19 @@
 """Rules ready to run: every expression and template compiled.
 
-Plain frozen dataclasses, not pydantic models: the compiled rules are pickled to the on-disk
+Plain frozen msgspec Structs, not pydantic models: the compiled rules are pickled to the on-disk
 cache and unpickled on every run, and unpickling a model would import pydantic (a large part of
 start-up) for objects that are built once by the loader and only read afterwards.
 """
 
 from __future__ import annotations
 
-from triage.records import Record
+from msgspec import Struct
+
 from triage.rule_engine.expr import Expr
 from triage.rule_engine.template import Template
 
 
-class RemedyTemplate(Record, kw_only=False):
+class RemedyTemplate(Struct, frozen=True):
     """A remedy's templates and its condition (None: always offered)."""
 
     text: Template
@@ -21,7 +22,7 @@ class RemedyTemplate(Record, kw_only=False):
     when: Expr | None
 
 
-class Rule(Record, kw_only=False):
+class Rule(Struct, frozen=True):
     """A rule ready to run: every expression and template compiled."""
 
     id: str

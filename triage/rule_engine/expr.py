@@ -3,7 +3,7 @@
 Expressions are parsed once (lark's standalone LALR parser, `expr_parser.py`, generated from
 `expr.lark`) when a rule pack loads, kept as plain nested tuples (what the rules cache pickles)
 and compiled to one closure per node on first use, then evaluated against a
-context of plain data: events (dataclasses, or pydantic models; only their declared fields are
+context of plain data: events (msgspec Structs, dataclasses or pydantic models; only their declared fields are
 reachable), facts, figures and literals. There is no `eval`, no attribute access beyond
 data fields, no loops, and every function is from a fixed table. Missing data is `none`
 and propagates: arithmetic on none is none, a comparison with none is false, so a rule
@@ -21,8 +21,9 @@ from dataclasses import fields, is_dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from msgspec import Struct, field
+
 from triage.errors import ExpressionError
-from triage.records import Record, field
 from triage.rule_engine.functions import FUNCTIONS
 from triage.rule_engine.op_budget import Budget
 from triage.rule_engine.op_budget import walk_cost as _walk_cost
@@ -42,7 +43,7 @@ def _parser() -> Any:
     return Lark_StandAlone()
 
 
-class Trace(Record, frozen=False, kw_only=False):
+class Trace(Struct):
     """What an evaluation read: the source lines of events and facts, in first-read order;
     and the budget it spends from (none: unbounded, for tests and `rules check`)."""
 
@@ -382,11 +383,11 @@ _MAKERS: dict[str, Callable[[tuple], Fn]] = {
 
 
 def _record_fields(value: Any) -> Any:
-    """The declared field names of an event (a dataclass) or a pydantic model; None for other values."""
+    """The declared field names of an event (a Struct), a dataclass or a pydantic model; None for other values."""
     pydantic = sys.modules.get("pydantic")  # no model exists before pydantic is imported:
     if pydantic is not None and isinstance(value, pydantic.BaseModel):  # evaluating never imports it
         return type(value).model_fields
-    if isinstance(value, Record):  # an event, the failure: records (`triage.records`)
+    if isinstance(value, Struct):  # an event, the failure
         return _dataclass_fields(type(value))
     if is_dataclass(value) and not isinstance(value, type):
         return _dataclass_fields(type(value))
@@ -396,7 +397,7 @@ def _record_fields(value: Any) -> Any:
 @cache
 def _dataclass_fields(cls: type) -> frozenset[str]:
     """Its data fields, and its `kind` (a class attribute of events, readable as before)."""
-    names = cls._names if issubclass(cls, Record) else (f.name for f in fields(cls))  # type: ignore[arg-type]
+    names = cls.__struct_fields__ if issubclass(cls, Struct) else (f.name for f in fields(cls))  # type: ignore[arg-type]
     return frozenset(names) | ({"kind"} if isinstance(getattr(cls, "kind", None), str) else set())
 
 

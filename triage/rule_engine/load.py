@@ -42,7 +42,9 @@ __all__ = [
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-3-costed"  # part of the cache key: another shape of Rule, or rules cached before a
+RULES_FORMAT = (
+    "structs-1-costed"  # part of the cache key: another shape of Rule (msgspec Structs), or rules cached before a
+)
 # load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})

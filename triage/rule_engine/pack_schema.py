@@ -1,7 +1,7 @@
 """The rule-pack contract: what a pack's YAML may say, checked by pydantic.
 
 Imported only when a pack is actually read (a cache miss, `rules check`): the compiled rules
-that most runs unpickle (compiled.py) are plain dataclasses and never need pydantic.
+that most runs unpickle (compiled.py) are plain Structs and never need pydantic.
 """
 
 from __future__ import annotations

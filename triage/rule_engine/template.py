@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from msgspec import Struct
+
 from triage.errors import ExpressionError
-from triage.records import Record
 from triage.rule_engine.expr import Trace, compile_expr
 from triage.units import gib, human, mib
 
@@ -56,7 +57,7 @@ FILTER_DOCS: dict[str, str] = {
 }
 
 
-class Template(Record, kw_only=False):
+class Template(Struct, frozen=True):
     """Text with `{expression|filter}` placeholders; renders to None if any value is missing."""
 
     source: str

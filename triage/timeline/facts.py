@@ -15,13 +15,14 @@ import math
 import re
 from typing import Any
 
+from msgspec import Struct
+
 from triage.model import events as ev
-from triage.records import Record
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
 
 
-class Fact(Record, kw_only=False):
+class Fact(Struct, frozen=True):
     value: Any
     line: int
     origin: str = ""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from msgspec import Struct, field
+
 from triage.ingest.lines import Line
 from triage.model import events as ev
 from triage.model.events.base import CHATTER_LEVELS, Role
 from triage.model.phases import phase_of_frames
-from triage.records import Record, field
 
 # Exceptions that mean someone stopped the server on purpose, not that it failed.
 SHUTDOWN_TYPES = (
@@ -26,7 +27,7 @@ E = TypeVar("E", bound=ev.Event)
 DEATH_WINDOW = 400  # lines between an engine's fatal error and the wrapper saying it died
 
 
-class Traceback(Record, frozen=False, kw_only=False):
+class Traceback(Struct):
     """One printed traceback: its frames (outermost first) and the exception that ends it."""
 
     start_line: int
@@ -38,7 +39,7 @@ class Traceback(Record, frozen=False, kw_only=False):
         return phase_of_frames([(f.file, f.func) for f in self.frames])
 
 
-class Chain(Record, frozen=False, kw_only=False):
+class Chain(Struct):
     """Tracebacks joined by "The above exception was the direct cause ..." in one origin."""
 
     origin: str
@@ -57,7 +58,7 @@ class Chain(Record, frozen=False, kw_only=False):
         return [f for tb in self.tracebacks for f in tb.frames]
 
 
-class Signal(Record, frozen=False, kw_only=False):
+class Signal(Struct):
     """Everything error-like that one line says, with where and when it happened."""
 
     line: int

@@ -11,9 +11,10 @@ most recent events, signals and tracebacks, plus the signals that can still end 
 
 from __future__ import annotations
 
+from msgspec import Struct, field
+
 from triage.ingest.lines import Line
 from triage.model import events as ev
-from triage.records import Record, field
 from triage.timeline.deaths import death_only, ended
 from triage.timeline.signals import (
     DEATH_WINDOW,
@@ -42,7 +43,7 @@ NEARBY_LINES = 6
 SIBLING_LINES = 30
 
 
-class Attempt(Record, frozen=False, kw_only=False):
+class Attempt(Struct):
     """One startup attempt: from a banner (or the top of the log) to the next one."""
 
     index: int

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from msgspec import Struct
+
 from triage.errors import InputError, UsageError
-from triage.records import Record
 
 GLOB_CHARS = frozenset("*?[")
 
 
-class Source(Record):
+class Source(Struct, frozen=True, kw_only=True):
     name: str  # as given (a path) or the full URL of the object
     url: str  # an absolute local path, or the URL
     size: int = -1  # -1: not known before reading

@@ -5,10 +5,11 @@ both watch through it."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections import deque
+
+import msgspec
 
 from triage.ingest.read import CHUNK_SIZE
 from triage.model import events as ev
@@ -106,7 +107,7 @@ class Watch:
         self.report: Report | None = None
         self.error: BaseException | None = None
         self._checked: tuple = ()
-        options = dataclasses.replace(options, on_event=self._on_event, wrap_sample=0)
+        options = msgspec.structs.replace(options, on_event=self._on_event, wrap_sample=0)
         self._thread = threading.Thread(
             target=self._run, args=(name, options, rules), name="vllm-triage-pipeline", daemon=True
         )

@@ -1,6 +1,6 @@
 """The vocabulary: typed facts that a log line can state.
 
-Every event is a frozen dataclass (`base.event`) with a `kind` (the name rules use), the
+Every event is a frozen msgspec Struct (`base.event`) with a `kind` (the name rules use), the
 line number it came from and the origin (process/rank) that printed it. Every quantity of
 memory is an int in bytes; vLLM's "GB" labels are GiB values and are converted as such.
 What a kind means to the timeline and the facts (its role, the phase it marks or names,

@@ -1,10 +1,9 @@
 """The base of every event: the fields each shares (line, origin, pid, cut short), and what a
 class of event means to the stages after the parser, declared on the class.
 
-An event is a frozen record with slots (`triage.records`: a frozen keyword-only dataclass to
-its callers, built without `dataclasses`' per-class code generation): it is built by our
-transformer from parsed text, so it needs no validation, and a plain class keeps pydantic out
-of importing the events (a stage that only reads logs need not load it).
+An event is a frozen, keyword-only `msgspec.Struct` (cheap to define: a run defines ~70 of
+them): it is built by our transformer from parsed text, so it needs no validation, and a plain
+class keeps pydantic out of importing the events (a stage that only reads logs need not load it).
 What a kind of event *means* (is it an error, does it state a cause, which phase does it
 mark, which figures does it give) is a class attribute, so adding a family is one class:
 the timeline and the facts read the class, not tables keyed by kind names.
@@ -19,7 +18,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from triage.records import Record
+from msgspec import Struct
 
 # Levels at which a line only mentions a crash (a warning that something may segfault).
 CHATTER_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
@@ -53,9 +52,9 @@ class FactSink(Protocol):
 
 
 def event(cls: type[EventT]) -> type[EventT]:
-    """Register an event class under its `kind` (the class itself is made by `Record`: frozen,
-    slotted, keyword-only fields). Its repr, equality and hash are the base's, generic over
-    `_names`."""
+    """Register an event class under its `kind` (the class itself is a frozen, keyword-only
+    Struct: each subclass says `frozen=True, kw_only=True` too, as msgspec and type checkers
+    read them per class). Its repr, equality (same class, same fields) and hash are msgspec's."""
     kind = cls.__dict__.get("kind")
     if kind:
         if kind in KINDS:
@@ -69,7 +68,7 @@ def event(cls: type[EventT]) -> type[EventT]:
 KINDS: dict[str, type] = {}
 
 
-class Event(Record):
+class Event(Struct, frozen=True, kw_only=True):
     """Fields every event shares, and the class attributes that say what its kind means."""
 
     kind: ClassVar[str] = ""  # the name rules use (`when: {event: torch_oom}`)
@@ -80,7 +79,6 @@ class Event(Record):
     failed_in: ClassVar[str | None] = None  # the phase an error of this kind names, whatever the frames say
     # fact name -> field: the figures this event gives (`timeline.facts`); `add_facts` does the rest
     facts: ClassVar[Mapping[str, str]] = {}
-    _names: ClassVar[tuple[str, ...]] = ()  # the data fields, in order (set by `Record`)
 
     line: int = 0
     origin: str = ""
@@ -118,20 +116,9 @@ class Event(Record):
 
     def content(self) -> tuple[Any, ...]:
         """What the event says, without where: two lines saying the same thing compare equal."""
-        return tuple(getattr(self, name) for name in self._names if name not in WHERE)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self._names)
-
-    def __hash__(self) -> int:
-        return hash((self.__class__, *(getattr(self, name) for name in self._names)))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self._names)})"
+        return tuple(getattr(self, name) for name in self.__struct_fields__ if name not in WHERE)
 
 
 def event_fields(cls: type[Event]) -> tuple[str, ...]:
     """The data fields of an event class (what a rule may read)."""
-    return cls._names
+    return cls.__struct_fields__

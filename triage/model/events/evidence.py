@@ -8,7 +8,7 @@ from triage.model.events.base import Event, event
 
 
 @event
-class GpuInfo(Event):
+class GpuInfo(Event, frozen=True, kw_only=True):
     """A GPU as nvidia-smi or collect_env lists it."""
 
     kind = "gpu_info"
@@ -21,7 +21,7 @@ class GpuInfo(Event):
 
 
 @event
-class GpuProcess(Event):
+class GpuProcess(Event, frozen=True, kw_only=True):
     """A process holding a GPU (nvidia-smi's process table, its CSV, or fuser -v /dev/nvidia*)."""
 
     kind = "gpu_process"
@@ -33,7 +33,7 @@ class GpuProcess(Event):
 
 
 @event
-class GpuProcessesCounted(Event):
+class GpuProcessesCounted(Event, frozen=True, kw_only=True):
     """Rows of a long process table counted and summed, not read one by one: a report lists
     the largest processes (read whole) and counts the rest (`ingest/rows.py`)."""
 
@@ -43,7 +43,7 @@ class GpuProcessesCounted(Event):
 
 
 @event
-class SystemInfo(Event):
+class SystemInfo(Event, frozen=True, kw_only=True):
     """Driver, CUDA and torch versions (nvidia-smi header, collect_env)."""
 
     kind = "system_info"

@@ -10,12 +10,12 @@ from triage.model.phases import FRAME_PHASES
 
 
 @event
-class TracebackStart(Event):
+class TracebackStart(Event, frozen=True, kw_only=True):
     kind = "traceback_start"
 
 
 @event
-class Frame(Event):
+class Frame(Event, frozen=True, kw_only=True):
     """`File "path", line N, in func`."""
 
     kind = "frame"
@@ -25,7 +25,7 @@ class Frame(Event):
 
 
 @event
-class ChainNote(Event):
+class ChainNote(Event, frozen=True, kw_only=True):
     """`The above exception was the direct cause ...` / `During handling ...`."""
 
     kind = "chain"
@@ -33,7 +33,7 @@ class ChainNote(Event):
 
 
 @event
-class ExceptionRaised(Event):
+class ExceptionRaised(Event, frozen=True, kw_only=True):
     """The last line of a traceback, or an error logged without one: `Type: message`."""
 
     kind = "exception"
@@ -47,7 +47,7 @@ class ExceptionRaised(Event):
 
 
 @event
-class ProcessDied(Event):
+class ProcessDied(Event, frozen=True, kw_only=True):
     """A wrapper saying another process died or failed: `Worker proc X died unexpectedly`..."""
 
     kind = "process_died"
@@ -66,7 +66,7 @@ class ProcessDied(Event):
 
 
 @event
-class ErrorLine(Event):
+class ErrorLine(Event, frozen=True, kw_only=True):
     """A logged ERROR/CRITICAL line that no other event explains (kept as a last resort)."""
 
     kind = "error_line"
@@ -81,7 +81,7 @@ class ErrorLine(Event):
 
 
 @event
-class AddressInUse(Event):
+class AddressInUse(Event, frozen=True, kw_only=True):
     """`[Errno 98] ... address already in use` (uvicorn's bind, or vLLM's pre-bound socket)."""
 
     kind = "address_in_use"
@@ -92,7 +92,7 @@ class AddressInUse(Event):
 
 
 @event
-class HubAuthError(Event):
+class HubAuthError(Event, frozen=True, kw_only=True):
     """Hugging Face Hub refused the download: 401/403, a gated or restricted repo."""
 
     kind = "hub_auth_error"
@@ -110,7 +110,7 @@ class HubAuthError(Event):
 
 
 @event
-class RepoNotFound(Event):
+class RepoNotFound(Event, frozen=True, kw_only=True):
     """`Repository Not Found for url` / 404: a typo, or a private repo seen without a token."""
 
     kind = "repo_not_found"
@@ -121,7 +121,7 @@ class RepoNotFound(Event):
 
 
 @event
-class ArchitectureUnsupported(Event):
+class ArchitectureUnsupported(Event, frozen=True, kw_only=True):
     """`Model architectures ['X'] are not supported for now` (or failed to be inspected)."""
 
     kind = "architecture_unsupported"
@@ -132,7 +132,7 @@ class ArchitectureUnsupported(Event):
 
 
 @event
-class NotDivisible(Event):
+class NotDivisible(Event, frozen=True, kw_only=True):
     """`Total number of attention heads (N) must be divisible by tensor parallel size (M).`"""
 
     kind = "not_divisible"
@@ -144,7 +144,7 @@ class NotDivisible(Event):
 
 
 @event
-class NotEnoughGpus(Event):
+class NotEnoughGpus(Event, frozen=True, kw_only=True):
     """More workers than GPUs: placement-group shortfalls, invalid device ordinals, world size."""
 
     kind = "not_enough_gpus"
@@ -155,7 +155,7 @@ class NotEnoughGpus(Event):
 
 
 @event
-class CapabilityTooLow(Event):
+class CapabilityTooLow(Event, frozen=True, kw_only=True):
     """A dtype or quantization needs a newer GPU (compute capability)."""
 
     kind = "capability_too_low"
@@ -168,7 +168,7 @@ class CapabilityTooLow(Event):
 
 
 @event
-class TorchArch(Event):
+class TorchArch(Event, frozen=True, kw_only=True):
     """torch's `... with CUDA capability sm_NN is not compatible with the current PyTorch
     installation.`: the GPU's compute capability, which the build-mismatch remedies name."""
 
@@ -178,7 +178,7 @@ class TorchArch(Event):
 
 
 @event
-class DriverProblem(Event):
+class DriverProblem(Event, frozen=True, kw_only=True):
     """Driver / CUDA runtime / kernel build mismatch."""
 
     kind = "driver_problem"
@@ -188,7 +188,7 @@ class DriverProblem(Event):
 
 
 @event
-class NcclError(Event):
+class NcclError(Event, frozen=True, kw_only=True):
     """NCCL failed: unhandled system/cuda error, internal error, a watchdog timeout."""
 
     kind = "nccl_error"
@@ -200,7 +200,7 @@ class NcclError(Event):
 
 
 @event
-class SharedMemoryProblem(Event):
+class SharedMemoryProblem(Event, frozen=True, kw_only=True):
     """/dev/shm too small: NCCL segment errors, no space left, a bus error."""
 
     kind = "shm_problem"
@@ -214,7 +214,7 @@ class SharedMemoryProblem(Event):
 
 
 @event
-class HostMemoryProblem(Event):
+class HostMemoryProblem(Event, frozen=True, kw_only=True):
     """Host RAM ran out: Ray's memory monitor, the OOM killer, a container limit."""
 
     kind = "host_memory_problem"
@@ -234,7 +234,7 @@ class HostMemoryProblem(Event):
 
 
 @event
-class ArgumentsRejected(Event):
+class ArgumentsRejected(Event, frozen=True, kw_only=True):
     """The command line was refused (`error: unrecognized arguments`, bad values)."""
 
     kind = "usage_error"
@@ -243,7 +243,7 @@ class ArgumentsRejected(Event):
 
 
 @event
-class RestartCount(Event):
+class RestartCount(Event, frozen=True, kw_only=True):
     """A supervisor restarting the server again (systemd's restart counter)."""
 
     kind = "restart_count"
@@ -254,7 +254,7 @@ class RestartCount(Event):
 
 
 @event
-class StopRequested(Event):
+class StopRequested(Event, frozen=True, kw_only=True):
     """Something outside vLLM stopped it: a Kubernetes probe that failed (the kubelet restarts
     the container), or the stop signal vLLM's engine core logs. Before readiness, with no error
     before it, the start ran out of someone's time; after readiness it ends nothing that failed
@@ -270,7 +270,7 @@ class StopRequested(Event):
 
 
 @event
-class SignalKilled(Event):
+class SignalKilled(Event, frozen=True, kw_only=True):
     """A bare `Killed` from a shell, or a fatal signal named by Python/Ray."""
 
     kind = "killed"
@@ -283,7 +283,7 @@ class SignalKilled(Event):
 
 
 @event
-class ProcessCrash(Event):
+class ProcessCrash(Event, frozen=True, kw_only=True):
     """A process ended by a fatal signal or a native abort with no Python error to say why
     (`Segmentation fault (core dumped)`, `Fatal Python error: Aborted`, an uncaught native exception, the
     HSA runtime's `Memory access fault by GPU`): the attempt failed even if no rule knows why."""

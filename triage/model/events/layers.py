@@ -13,7 +13,7 @@ from triage.model.events.base import Event, Role, event
 
 
 @event
-class DeviceError(Event):
+class DeviceError(Event, frozen=True, kw_only=True):
     """An accelerator runtime error, keyed by the error (`illegal_address`, `no_kernel_image`...).
 
     `family` says what kind of problem the key is: `runtime_fault` (a kernel faulted),
@@ -29,7 +29,7 @@ class DeviceError(Event):
 
 
 @event
-class LoaderError(Event):
+class LoaderError(Event, frozen=True, kw_only=True):
     """The dynamic loader refused a compiled library: an undefined symbol, a missing `.so`,
     a C library too old. `library` is the file named; `driver` marks libcuda / libnvidia-ml
     (the GPU driver's own libraries, missing when a container has no GPU runtime)."""
@@ -43,7 +43,7 @@ class LoaderError(Event):
 
 
 @event
-class PackageMismatch(Event):
+class PackageMismatch(Event, frozen=True, kw_only=True):
     """Installed packages that do not fit together, said in words rather than by the loader:
     a CPU-only torch, vLLM's stale `_C`, a tokenizer file from a newer `tokenizers`."""
 
@@ -54,7 +54,7 @@ class PackageMismatch(Event):
 
 
 @event
-class GpuNotVisible(Event):
+class GpuNotVisible(Event, frozen=True, kw_only=True):
     """No usable accelerator is visible to the process (vLLM's `Failed to infer device type`,
     torch's `No CUDA GPUs are available`, no driver in the container)."""
 
@@ -64,7 +64,7 @@ class GpuNotVisible(Event):
 
 
 @event
-class HubUnreachable(Event):
+class HubUnreachable(Event, frozen=True, kw_only=True):
     """The model hub could not be reached and the files are not in the local cache."""
 
     kind = "hub_unreachable"
@@ -75,7 +75,7 @@ class HubUnreachable(Event):
 
 
 @event
-class ModelFilesCorrupt(Event):
+class ModelFilesCorrupt(Event, frozen=True, kw_only=True):
     """Model files present but unreadable: a truncated safetensors, a Git LFS pointer, a bad pickle."""
 
     kind = "model_files_corrupt"
@@ -85,7 +85,7 @@ class ModelFilesCorrupt(Event):
 
 
 @event
-class DiskFull(Event):
+class DiskFull(Event, frozen=True, kw_only=True):
     """A disk (not /dev/shm) is full or over quota: `[Errno 28]` on a cache path, `(os error 28)`,
     the hub's low-disk warning (a prediction: `warning` is true)."""
 
@@ -102,7 +102,7 @@ class DiskFull(Event):
 
 
 @event
-class NotWritable(Event):
+class NotWritable(Event, frozen=True, kw_only=True):
     """A directory could not be written: `[Errno 13] Permission denied` / `[Errno 30] Read-only
     file system`, or transformers' cache-folder messages. `cache` marks a cache path."""
 
@@ -114,7 +114,7 @@ class NotWritable(Event):
 
 
 @event
-class ConfigInvalid(Event):
+class ConfigInvalid(Event, frozen=True, kw_only=True):
     """vLLM's config classes refused a value (pydantic field errors, a bad revision)."""
 
     kind = "config_invalid"
@@ -124,7 +124,7 @@ class ConfigInvalid(Event):
 
 
 @event
-class MainGuardMissing(Event):
+class MainGuardMissing(Event, frozen=True, kw_only=True):
     """Python's multiprocessing refused to spawn from a script with no `__main__` guard."""
 
     kind = "main_guard_missing"

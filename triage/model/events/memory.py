@@ -3,8 +3,9 @@ KV cache, blocks, weights) and its KV capacity errors. Quantities are ints in by
 
 from __future__ import annotations
 
+from msgspec import Struct
+
 from triage.model.events.base import Event, FactSink, Role, event
-from triage.records import Record
 
 KV_ALLOCATION = "kv_cache_allocation"
 
@@ -12,7 +13,7 @@ KV_ALLOCATION = "kv_cache_allocation"
 # --- PyTorch and device memory -------------------------------------------------------
 
 
-class OomProcess(Record):
+class OomProcess(Struct, frozen=True, kw_only=True):
     """One `Process P has X memory in use` clause of an OOM message."""
 
     pid: int
@@ -20,7 +21,7 @@ class OomProcess(Record):
 
 
 @event
-class TorchOom(Event):
+class TorchOom(Event, frozen=True, kw_only=True):
     """PyTorch's caching-allocator OOM (CUDA or HIP), old or new format."""
 
     kind = "torch_oom"
@@ -41,7 +42,7 @@ class TorchOom(Event):
 
 
 @event
-class CudaErrorOom(Event):
+class CudaErrorOom(Event, frozen=True, kw_only=True):
     """`CUDA error: out of memory` from a kernel launch or graph capture: no figures."""
 
     kind = "cuda_error_oom"
@@ -50,7 +51,7 @@ class CudaErrorOom(Event):
 
 
 @event
-class CpuAllocFailed(Event):
+class CpuAllocFailed(Event, frozen=True, kw_only=True):
     """PyTorch's CPU allocator could not get host RAM."""
 
     kind = "cpu_alloc_failed"
@@ -63,7 +64,7 @@ class CpuAllocFailed(Event):
 
 
 @event
-class MemoryBudget(Event):
+class MemoryBudget(Event, frozen=True, kw_only=True):
     """`total_gpu_memory (X) x gpu_memory_utilization (U) = Y` (V0) or its 0.6.4 one-liner."""
 
     kind = "memory_budget"
@@ -75,7 +76,7 @@ class MemoryBudget(Event):
 
 
 @event
-class MemoryProfile(Event):
+class MemoryProfile(Event, frozen=True, kw_only=True):
     """The split of the budget after profiling: weights, non-torch, activation peak, KV rest."""
 
     kind = "memory_profile"
@@ -99,7 +100,7 @@ class MemoryProfile(Event):
 
 
 @event
-class KvCacheMemory(Event):
+class KvCacheMemory(Event, frozen=True, kw_only=True):
     """`Available KV cache memory: X GiB` (V1); negative when the budget is overdrawn."""
 
     kind = "kv_cache_memory"
@@ -112,7 +113,7 @@ class KvCacheMemory(Event):
 
 
 @event
-class KvCachePinned(Event):
+class KvCachePinned(Event, frozen=True, kw_only=True):
     """`Initial free memory F, reserved X memory for KV Cache as specified by kv_cache_memory_bytes config`."""
 
     kind = "kv_cache_pinned"
@@ -122,7 +123,7 @@ class KvCachePinned(Event):
 
 
 @event
-class KvCacheTokens(Event):
+class KvCacheTokens(Event, frozen=True, kw_only=True):
     """`GPU KV cache size: N tokens` (V1)."""
 
     kind = "kv_cache_tokens"
@@ -133,7 +134,7 @@ class KvCacheTokens(Event):
 
 
 @event
-class MaxConcurrency(Event):
+class MaxConcurrency(Event, frozen=True, kw_only=True):
     """`Maximum concurrency for N tokens per request: X.XXx`."""
 
     kind = "max_concurrency"
@@ -147,7 +148,7 @@ class MaxConcurrency(Event):
 
 
 @event
-class CacheBlocks(Event):
+class CacheBlocks(Event, frozen=True, kw_only=True):
     """`# GPU blocks: N, # CPU blocks: M` (and the `cuda`/`CUDA`/`rocm` spellings)."""
 
     kind = "cache_blocks"
@@ -161,7 +162,7 @@ class CacheBlocks(Event):
 
 
 @event
-class WeightsLoaded(Event):
+class WeightsLoaded(Event, frozen=True, kw_only=True):
     """`Loading model weights took X GB` / `Model loading took X GiB [memory ]and Y seconds`."""
 
     kind = "weights_loaded"
@@ -172,7 +173,7 @@ class WeightsLoaded(Event):
 
 
 @event
-class StartupFreeMemory(Event):
+class StartupFreeMemory(Event, frozen=True, kw_only=True):
     """`Free memory on device [dev] (F/T GiB) on startup ...`: the error or the INFO advice."""
 
     kind = "startup_free_memory"
@@ -193,7 +194,7 @@ class StartupFreeMemory(Event):
 
 
 @event
-class ProfilingMismatch(Event):
+class ProfilingMismatch(Event, frozen=True, kw_only=True):
     """`Error in memory profiling`: free memory changed under vLLM while it profiled."""
 
     kind = "profiling_mismatch"
@@ -207,7 +208,7 @@ class ProfilingMismatch(Event):
 
 
 @event
-class KvTooSmall(Event):
+class KvTooSmall(Event, frozen=True, kw_only=True):
     """V0: the model's max seq len is larger than what the KV cache can store."""
 
     kind = "kv_too_small"
@@ -219,7 +220,7 @@ class KvTooSmall(Event):
 
 
 @event
-class KvNeeded(Event):
+class KvNeeded(Event, frozen=True, kw_only=True):
     """V1: one request at max_model_len needs more KV cache than is available."""
 
     kind = "kv_needed"
@@ -239,7 +240,7 @@ class KvNeeded(Event):
 
 
 @event
-class MambaBlocksShort(Event):
+class MambaBlocksShort(Event, frozen=True, kw_only=True):
     """`max_num_seqs (N) exceeds available Mamba cache blocks (M)`: a hybrid model keeps one
     state block per sequence, and the pool holds fewer than max_num_seqs."""
 
@@ -252,7 +253,7 @@ class MambaBlocksShort(Event):
 
 
 @event
-class NoCacheMemory(Event):
+class NoCacheMemory(Event, frozen=True, kw_only=True):
     """`No available memory for the cache blocks.`"""
 
     kind = "no_cache_memory"

@@ -3,14 +3,15 @@ the engine configuration it printed."""
 
 from __future__ import annotations
 
+from msgspec import field
+
 from triage.model.events.base import Event, FactSink, Role, event
-from triage.records import field
 
 # --- phases ---------------------------------------------------------------------------
 
 
 @event
-class PhaseMark(Event):
+class PhaseMark(Event, frozen=True, kw_only=True):
     """A line that says which startup phase a process is in."""
 
     kind = "phase"
@@ -29,7 +30,7 @@ class PhaseMark(Event):
 
 
 @event
-class GraphCaptureDone(Event):
+class GraphCaptureDone(Event, frozen=True, kw_only=True):
     """`Graph capturing finished in N secs[, took X GiB]`."""
 
     kind = "graph_capture_done"
@@ -43,7 +44,7 @@ class GraphCaptureDone(Event):
 
 
 @event
-class CudaGraphEstimate(Event):
+class CudaGraphEstimate(Event, frozen=True, kw_only=True):
     """`Estimated CUDA graph memory: X GiB total` (0.21+): taken out of the budget before the KV cache."""
 
     kind = "cuda_graph_estimate"
@@ -56,7 +57,7 @@ class CudaGraphEstimate(Event):
 
 
 @event
-class CudaGraphAdvice(Event):
+class CudaGraphAdvice(Event, frozen=True, kw_only=True):
     """vLLM's utilization advice on the graphs' estimate: `The current --gpu-memory-utilization=U is
     equivalent to ... =E ... increase --gpu-memory-utilization to S` (profiling on, 0.21+), or the
     warning that it is off (`VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`, `from U to S`)."""
@@ -75,7 +76,7 @@ class CudaGraphAdvice(Event):
 
 
 @event
-class CudaGraphPool(Event):
+class CudaGraphPool(Event, frozen=True, kw_only=True):
     """`CUDA graph pool memory: A GiB (actual), E GiB (estimated), difference: ...` after capture."""
 
     kind = "cuda_graph_pool"
@@ -85,7 +86,7 @@ class CudaGraphPool(Event):
 
 
 @event
-class SamplerWarmupOom(Event):
+class SamplerWarmupOom(Event, frozen=True, kw_only=True):
     """`CUDA out of memory occurred when warming up sampler/pooler with N dummy requests`."""
 
     kind = "sampler_warmup_oom"
@@ -96,7 +97,7 @@ class SamplerWarmupOom(Event):
 
 
 @event
-class LoadModelOom(Event):
+class LoadModelOom(Event, frozen=True, kw_only=True):
     """`Failed to load model - not enough GPU memory.` (0.13 ..), wrapping the torch OOM."""
 
     kind = "load_model_oom"
@@ -105,7 +106,7 @@ class LoadModelOom(Event):
 
 
 @event
-class EncoderCacheBudget(Event):
+class EncoderCacheBudget(Event, frozen=True, kw_only=True):
     """Multimodal encoder profiling: budget tokens and the dummy items used."""
 
     kind = "encoder_cache_budget"
@@ -119,7 +120,7 @@ class EncoderCacheBudget(Event):
 
 
 @event
-class SwapSpace(Event):
+class SwapSpace(Event, frozen=True, kw_only=True):
     """`(Possibly) too large swap space. X GiB out of the Y GiB total CPU memory`."""
 
     kind = "swap_space"
@@ -133,7 +134,7 @@ class SwapSpace(Event):
 
 
 @event
-class Ready(Event):
+class Ready(Event, frozen=True, kw_only=True):
     """The server (or offline engine) reached a serving state."""
 
     kind = "ready"
@@ -144,7 +145,7 @@ class Ready(Event):
 
 
 @event
-class EngineConfig(Event):
+class EngineConfig(Event, frozen=True, kw_only=True):
     """The version banner and any engine arguments it or an argument dump carries."""
 
     kind = "engine_config"
@@ -162,7 +163,7 @@ class EngineConfig(Event):
 
 
 @event
-class RankAssigned(Event):
+class RankAssigned(Event, frozen=True, kw_only=True):
     """`rank R in world size W is assigned as DP rank d, PP rank p, TP rank t`: TP >= t + 1, PP >= p + 1."""
 
     kind = "rank_assigned"
@@ -178,7 +179,7 @@ class RankAssigned(Event):
 
 
 @event
-class SchedulerBatch(Event):
+class SchedulerBatch(Event, frozen=True, kw_only=True):
     """`Chunked prefill is enabled with max_num_batched_tokens=N.`: the V1 profile batch, set or defaulted."""
 
     kind = "scheduler_batch"
