@@ -12,17 +12,17 @@ batch, at most proportionally), so a shortfall larger than that is not closed by
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec import Struct
+from msgspec.structs import replace
 
 from triage.memory import defaults
 from triage.memory.checks import FAILS
 from triage.memory.inputs import KV_FIT, NO_POOL, MemoryInputs
-from triage.records import Record
 
 SETTING = "max_num_batched_tokens"
 
 
-class BatchAdvice(Record, kw_only=False):
+class BatchAdvice(Struct, frozen=True):
     """The change, in words; whether the old value closes the shortfall (None: the log cannot tell)."""
 
     change: defaults.Change

@@ -18,7 +18,8 @@ from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
 
-from triage.records import Record
+from msgspec import Struct
+
 from triage.units import GiB
 
 TABLE = Path(__file__).with_name("vllm_defaults.txt")
@@ -35,7 +36,7 @@ WHERE = {
 }
 
 
-class Change(Record, kw_only=False):
+class Change(Struct, frozen=True):
     """A default that moved: `release` made it `new`; `before` (the release read just before) had `old`."""
 
     setting: str
