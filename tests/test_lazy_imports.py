@@ -73,3 +73,18 @@ print(json.dumps(sorted(set(sys.modules) - before)))
     added = set(json.loads(out.splitlines()[-1]))
     assert "triage.pipeline" in added
     assert not added & {"pathlib", "platform", "importlib.resources", "zipfile"}
+
+
+def test_a_plain_run_imports_no_logging_or_command_suggestions():
+    """lark's logger (its runtime, triage/parse/lark_runtime.py) is made on first use: logging,
+    traceback and string stay unloaded; difflib is for a first word that may be a mistyped
+    command; base64 and zlib were for compressed parser tables, which the parsers do not use."""
+    from conftest import FIXTURES
+
+    log = FIXTURES / "foreign_gpu_processes" / "v1-0.10.2-oom-with-nvidia-smi-bundle.log"
+    code = f"""
+import sys
+from triage.apps.cli import main
+main([{str(log)!r}, "-f", "json"], stdout=open("/dev/null", "w"))
+"""
+    assert not _modules(code) & {"logging", "traceback", "difflib", "base64"}

@@ -17,7 +17,6 @@ typo never silently does nothing.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -118,6 +117,8 @@ def parse(path: Path, table: dict[str, Any]) -> Config:
 
     for key in table:
         if key not in KEYS:
+            import difflib  # only to suggest a key for a wrong one
+
             near = difflib.get_close_matches(str(key), KEYS, n=1)
             hint = f" (did you mean {near[0]}?)" if near else f"; known: {', '.join(KEYS)}"
             raise UsageError(f"{path}: unknown key {key!r}{hint}")
@@ -166,6 +167,8 @@ def check_causes(causes: list[str], where: str) -> list[str]:
     known = set(load_taxonomy())
     for cause in out:
         if cause not in known:
+            import difflib  # only to suggest a cause for an unknown one
+
             near = difflib.get_close_matches(cause, sorted(known), n=1, cutoff=0.6)
             hint = f" (did you mean {near[0]}?)" if near else "; `vllm-triage explain` lists the causes"
             raise UsageError(f"{where}: unknown cause {cause!r}{hint}")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import pkgutil
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from triage.parse.log_parser import Lark, UnexpectedCharacters
+if TYPE_CHECKING:  # the runtime is imported with the parser (scripts/gen_parsers.py reads START_RULES without it)
+    from triage.parse.lark_runtime import Lark
 
 
 def _listed(text: str, name: str) -> tuple[str, ...]:
@@ -78,6 +80,8 @@ class _NoRootLexer:
     only thing `_error_pos` reads."""
 
     def next_token(self, lex_state: object, parser_state: object = None) -> object:
+        from triage.parse.lark_runtime import UnexpectedCharacters
+
         raise UnexpectedCharacters(" ", 0, 1, 1)
 
 
