@@ -117,16 +117,33 @@ def untrim(text: str) -> str:
     return text
 
 
-def _log_starts() -> tuple[str, ...]:
-    sys.path.insert(0, str(ROOT))
-    from triage.parse.grammar import START_RULES
+def listed(text: str, name: str) -> tuple[str, ...]:
+    """The alternatives of the list rule `name:` in a grammar's text (`a | b`, continued on
+    lines that open with `|`). Read from the text: the start rules are needed to build lark."""
+    m = re.search(rf"^{name}:((?:[^\n]*)(?:\n[ \t]+\|[^\n]*)*)", text, re.MULTILINE)
+    if m is None:
+        raise RuntimeError(f"the grammar lists no `{name}:` rule")
+    names = tuple(part.strip() for part in m.group(1).split("|"))
+    bad = [n for n in names if not re.fullmatch(r"[a-z][a-z0-9_]*", n)]
+    if bad:
+        raise RuntimeError(f"the grammar's `{name}:` must list rule names only, not {bad}")
+    return names
 
-    return START_RULES
+
+def start_rules(grammar: str, starts: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The grammar's start rules, and those of them that only make sense at the start of a
+    message. starts=None: the log grammar's `family` and `opening` lists (one start rule per
+    message family; the `opening` ones have generic anchors: exception names, frames)."""
+    if starts is not None:
+        return starts, ()
+    text = (ROOT / grammar).read_text(encoding="utf-8")
+    opening = listed(text, "opening")
+    return listed(text, "family") + opening, opening
 
 
 def standalone(grammar: str, starts: tuple[str, ...] | None) -> str:
     """What lark's standalone generator writes for this grammar (placeholders kept, as `Lark()` has them)."""
-    starts = starts if starts is not None else _log_starts()
+    starts = start_rules(grammar, starts)[0]
     cmd = [sys.executable, "-m", "lark.tools.standalone", "--maybe_placeholders"]
     for start in starts:
         cmd += ["-s", start]
@@ -145,7 +162,14 @@ def split(output: str) -> tuple[str, str]:
 
 def generate(grammar: str, starts: tuple[str, ...] | None) -> str:
     """The tables module the generator writes for this grammar."""
-    return HEADER.format(grammar=grammar) + TABLES_HEAD + split(standalone(grammar, starts))[1] + TABLES_TAIL
+    return _tables_module(grammar, starts, split(standalone(grammar, starts))[1])
+
+
+def _tables_module(grammar: str, starts: tuple[str, ...] | None, tables: str) -> str:
+    """The start rules are written out too: a run reads them here, not from the grammar's text."""
+    rules, opening = start_rules(grammar, starts)
+    names = f"START_RULES = {rules!r}\nAT_START_ONLY = {opening!r}\n\n"
+    return HEADER.format(grammar=grammar) + TABLES_HEAD + names + tables + TABLES_TAIL
 
 
 def generate_all() -> dict[str, str]:
@@ -155,7 +179,7 @@ def generate_all() -> dict[str, str]:
     for module, (grammar, starts) in PARSERS.items():
         runtime, tables = split(standalone(grammar, starts))
         runtimes.add(runtime)
-        out[module] = HEADER.format(grammar=grammar) + TABLES_HEAD + tables + TABLES_TAIL
+        out[module] = _tables_module(grammar, starts, tables)
     if len(runtimes) != 1:
         raise RuntimeError("lark wrote a different runtime for each grammar: they cannot share one module")
     out[RUNTIME] = RUNTIME_HEADER + trim(runtimes.pop())
