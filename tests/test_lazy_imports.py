@@ -89,4 +89,14 @@ import sys
 from triage.apps.cli import main
 main([{str(log)!r}, "-f", "json"], stdout=open("/dev/null", "w"))
 """
-    assert not _modules(code) & {"logging", "traceback", "difflib", "base64", "pkgutil", "gzip", "shutil", "lzma"}
+    assert not _modules(code) & {
+        "logging",
+        "traceback",
+        "difflib",
+        "base64",
+        "pkgutil",
+        "gzip",
+        "zlib",
+        "shutil",
+        "lzma",
+    }

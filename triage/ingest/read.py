@@ -14,7 +14,6 @@ import os
 import re
 import stat
 import sys
-import zlib
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -173,6 +172,7 @@ class _CappedGzip(io.RawIOBase):
 
     def __init__(self, raw: BinaryIO, limit: int) -> None:
         import gzip  # only for a gzipped input
+        import zlib
 
         self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
         self._damaged = (OSError, EOFError, gzip.BadGzipFile, zlib.error)
