@@ -18,6 +18,7 @@ typo never silently does nothing.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
     from pathlib import Path  # imported at run time only where a settings file exists (start-up)
 
 NAMES = (".vllm-triage.toml", "pyproject.toml")
+# The lines that can open the `tool.vllm-triage` table in a pyproject.toml, however TOML lets it
+# be written: its header (spaced, quoted), a bare `[tool]` table, a top-level `tool` key (dotted
+# or an inline table). A pyproject.toml with none of them (one that names vllm-triage as its own
+# name, a dependency or a script) is passed over without the TOML parser (~5 ms of a run).
+_TOOL_LINES = re.compile(
+    r"""^[ \t]*(?:\[[ \t]*["']?tool["']?[ \t]*(?:\]|\.[ \t]*["']?vllm-triage)|["']?tool["']?[ \t]*[.=])""",
+    re.MULTILINE,
+)
 KEYS = ("format", "rules", "ignore", "min-confidence")
 
 
@@ -58,7 +67,7 @@ def _table(path: str | Path) -> dict[str, Any] | None:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     is_pyproject = os.path.basename(path) == "pyproject.toml"
-    if is_pyproject and "vllm-triage" not in text:
+    if is_pyproject and ("vllm-triage" not in text or not _TOOL_LINES.search(text)):
         return None  # most projects' pyproject.toml: no TOML parser needed to say so
     toml = _toml()
     try:
