@@ -76,3 +76,35 @@ print(json.dumps(sorted(set(sys.modules) - before)))
     # the library itself loads is not the run's doing
     library = _modules("import msgspec")
     assert not (added - library) & {"pathlib", "platform", "importlib.resources", "zipfile"}
+
+
+
+def test_a_plain_run_imports_no_logging_or_command_suggestions():
+    """lark's logger (its runtime, triage/parse/lark_runtime.py) is made on first use: logging,
+    traceback and string stay unloaded; difflib is for a first word that may be a mistyped
+    command; base64 was for compressed parser tables, which the parsers do not use; the start
+    rules are written beside the tables (no pkgutil read of the grammar); gzip is for a gzipped
+    input; shutil (with bz2, lzma) only told argparse the terminal's width; tomllib only for a
+    settings file (run from this repository, whose pyproject.toml names the tool but holds no
+    [tool.vllm-triage] table)."""
+    from conftest import FIXTURES
+
+    log = FIXTURES / "foreign_gpu_processes" / "v1-0.10.2-oom-with-nvidia-smi-bundle.log"
+    code = f"""
+import sys
+from triage.apps.cli import main
+main([{str(log)!r}, "-f", "json"], stdout=open("/dev/null", "w"))
+"""
+    library = _modules("import msgspec")  # what msgspec itself loads is not the run's doing
+    assert not (_modules(code) - library) & {
+        "logging",
+        "traceback",
+        "difflib",
+        "base64",
+        "pkgutil",
+        "gzip",
+        "zlib",
+        "shutil",
+        "lzma",
+        "tomllib",
+    }

@@ -13,7 +13,6 @@ Each flag names its kind, its `ServeFlags` field and (if the memory model reads 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -226,6 +225,8 @@ def _check_serve_flag(token: str, name: str) -> None:
     """A flag neither the plan nor `vllm serve` knows is a typo: refused, with the nearest real one."""
     if _serve_name(name) is not None:
         return
+    import difflib  # only for a refused flag
+
     near = difflib.get_close_matches(name, sorted(serve_flags() | set(FLAGS)), n=1, cutoff=0.75)
     hint = f" (did you mean --{near[0]}?)" if near else ""
     raise UsageError(f"unknown flag {token.partition('=')[0]}: neither plan nor `vllm serve` takes it{hint}")

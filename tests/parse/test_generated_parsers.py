@@ -1,16 +1,20 @@
-"""The committed standalone parsers are lark's generator's output for the grammars as they are now.
+"""The committed standalone parsers are lark's generator's output for the grammars and the lark as they are now.
 
-scripts/gen_parsers.py writes them with `python -m lark.tools.standalone`. Its text is lark's
-runtime (compared exactly) and the grammar as data: the terminals and rules (compared as sets)
-and the LALR tables. Equal rules and the same generator give the same language; the tables'
-state numbers alone may differ from one generation to the next (lark walks sets of objects),
-so they are not compared byte for byte. Editing a grammar without running the script fails here.
+scripts/gen_parsers.py runs `python -m lark.tools.standalone` per grammar and splits its output:
+lark's runtime (the same for both grammars) into triage/parse/lark_runtime.py, edited only by the
+script's TRIMS, and each grammar's tables into its own module. The runtime is compared exactly;
+the tables as the grammar they hold: the terminals and rules (compared as sets) and the LALR
+tables. Equal rules and the same generator give the same language; the tables' state numbers
+alone may differ from one generation to the next (lark walks sets of objects), so they are not
+compared byte for byte. Editing a grammar or upgrading lark without running the script fails here.
 """
 
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -20,21 +24,55 @@ sys.path.insert(0, str(ROOT / "scripts"))
 gen_parsers = importlib.import_module("gen_parsers")
 
 
-def _grammar(text: str) -> tuple:
-    """The grammar a module's data holds (gen_parsers.described without the runtime text)."""
-    return gen_parsers.described(text)[1:]
+@cache
+def _fresh() -> dict[str, str]:
+    return gen_parsers.generate_all()
+
+
+def _committed(module: str) -> str:
+    return (ROOT / module).read_text(encoding="utf-8")
+
+
+def test_the_committed_runtime_is_the_generators_output():
+    assert _committed(gen_parsers.RUNTIME) == _fresh()[gen_parsers.RUNTIME], "run python scripts/gen_parsers.py"
 
 
 @pytest.mark.parametrize("module_path", sorted(gen_parsers.PARSERS))
 def test_the_committed_parser_is_the_generators_output(module_path):
-    grammar, starts = gen_parsers.PARSERS[module_path]
-    fresh = gen_parsers.generate(grammar, starts)
-    committed = (ROOT / module_path).read_text(encoding="utf-8")
-    runtime = committed.split("\nDATA = (", 1)[0]
-    assert runtime == fresh.split("\nDATA = (", 1)[0], f"{module_path}: run python scripts/gen_parsers.py"
-    assert _grammar(committed) == _grammar(fresh), (
+    grammar, _ = gen_parsers.PARSERS[module_path]
+    fresh, committed = _fresh()[module_path], _committed(module_path)
+    assert gen_parsers._code(committed) == gen_parsers._code(fresh), f"{module_path}: run python scripts/gen_parsers.py"
+    assert gen_parsers.described(committed) == gen_parsers.described(fresh), (
         f"{module_path} does not hold {grammar} as it is now: run python scripts/gen_parsers.py"
     )
+    assert "from triage.parse.lark_runtime import Lark" in committed and "class Lark(" not in committed
+
+
+def test_the_trims_are_the_only_edits_of_larks_runtime():
+    """Undoing TRIMS gives back, to the byte, the runtime lark's generator writes for each grammar."""
+    body = _committed(gen_parsers.RUNTIME).removeprefix(gen_parsers.RUNTIME_HEADER)
+    for grammar, starts in gen_parsers.PARSERS.values():
+        assert gen_parsers.untrim(body) == gen_parsers.split(gen_parsers.standalone(grammar, starts))[0]
+
+
+def test_a_trim_that_no_longer_matches_stops_the_generator():
+    lark_text = gen_parsers.untrim(_committed(gen_parsers.RUNTIME).removeprefix(gen_parsers.RUNTIME_HEADER))
+    with pytest.raises(RuntimeError, match="copies of a trimmed text"):
+        gen_parsers.trim(lark_text.replace(gen_parsers.TRIMS[0].old, "import sys, re\nimport logging as _l\n"))
+
+
+def test_the_trimmed_runtime_logs_as_lark_does():
+    """lark's logger is made on first use, set up as lark sets it up; importing the runtime loads no logging."""
+    code = (
+        "import sys\nfrom triage.parse import lark_runtime\nassert 'logging' not in sys.modules\n"
+        "lark_runtime.logger.debug('x')\nimport logging\n"
+        "assert lark_runtime.logger is logging.getLogger('lark') and lark_runtime.logger.level == logging.CRITICAL\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_check_says_the_committed_modules_are_current():
+    assert gen_parsers.main(["--check"]) == 0
 
 
 def test_a_changed_grammar_is_noticed(tmp_path):
@@ -43,5 +81,5 @@ def test_a_changed_grammar_is_noticed(tmp_path):
     text = (ROOT / grammar).read_text(encoding="utf-8").replace('"GiB" | "MiB"', '"GiB" | "MB"')
     changed = tmp_path / "expr.lark"
     changed.write_text(text, encoding="utf-8")
-    committed = (ROOT / "triage/rule_engine/expr_parser.py").read_text(encoding="utf-8")
-    assert _grammar(gen_parsers.generate(str(changed), starts)) != _grammar(committed)
+    committed = _committed("triage/rule_engine/expr_parser.py")
+    assert gen_parsers.described(gen_parsers.generate(str(changed), starts)) != gen_parsers.described(committed)

@@ -320,7 +320,7 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
     from lark import Lark
     from lark.exceptions import LarkError
 
-    from triage.parse import log_parser
+    from triage.parse import lark_runtime
 
     stock = Lark.open_from_package("triage.parse", "vllm_log.lark", parser="lalr", start=list(grammar.START_RULES))
     cases = [
@@ -337,7 +337,7 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
             try:
                 lark.parse(text, start=rule)
                 errors.append(None)
-            except (LarkError, log_parser.LarkError) as exc:
+            except (LarkError, lark_runtime.LarkError) as exc:
                 errors.append(parse._error_pos(exc, text))
         assert errors[0] is not None and errors[0] == errors[1], (rule, text, errors)
     assert isinstance(grammar.grammar().parser.lexer.root_lexer, grammar._NoRootLexer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from triage.model import events as ev
 from triage.model.events.base import KINDS
 from triage.parse import transform_default
-from triage.parse.log_parser import Token, Tree
+from triage.parse.lark_runtime import Token, Tree
 from triage.parse.transform import TRANSFORMER
 from triage.parse.transform_default import fields_from_terminals
 

@@ -216,11 +216,11 @@ def main(
 
 def _refuse_mistyped_command(argv: list[str]) -> None:
     """`vllm-triage explian x`: a first word close to a command and naming no file is a typo, not a log."""
-    import difflib
-
     word = argv[0] if argv else ""
     if not word or word.startswith("-") or os.path.sep in word or "." in word or os.path.exists(word):
         return
+    import difflib  # only for a first word that may be a mistyped command
+
     near = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.7)
     if near:
         raise UsageError(f"unknown command {word!r} (did you mean {near[0]}?); a log named so does not exist")

@@ -17,8 +17,8 @@ typo never silently does nothing.
 
 from __future__ import annotations
 
-import difflib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from pathlib import Path  # imported at run time only where a settings file exists (start-up)
 
 NAMES = (".vllm-triage.toml", "pyproject.toml")
+# The lines that can open the `tool.vllm-triage` table in a pyproject.toml, however TOML lets it
+# be written: its header (spaced, quoted), a bare `[tool]` table, a top-level `tool` key (dotted
+# or an inline table). A pyproject.toml with none of them (one that names vllm-triage as its own
+# name, a dependency or a script) is passed over without the TOML parser (~5 ms of a run).
+_TOOL_LINES = re.compile(
+    r"""^[ \t]*(?:\[[ \t]*["']?tool["']?[ \t]*(?:\]|\.[ \t]*["']?vllm-triage)|["']?tool["']?[ \t]*[.=])""",
+    re.MULTILINE,
+)
 KEYS = ("format", "rules", "ignore", "min-confidence")
 
 
@@ -59,7 +67,7 @@ def _table(path: str | Path) -> dict[str, Any] | None:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not valid TOML: {exc}") from None
     is_pyproject = os.path.basename(path) == "pyproject.toml"
-    if is_pyproject and "vllm-triage" not in text:
+    if is_pyproject and ("vllm-triage" not in text or not _TOOL_LINES.search(text)):
         return None  # most projects' pyproject.toml: no TOML parser needed to say so
     toml = _toml()
     try:
@@ -118,6 +126,8 @@ def parse(path: Path, table: dict[str, Any]) -> Config:
 
     for key in table:
         if key not in KEYS:
+            import difflib  # only to suggest a key for a wrong one
+
             near = difflib.get_close_matches(str(key), KEYS, n=1)
             hint = f" (did you mean {near[0]}?)" if near else f"; known: {', '.join(KEYS)}"
             raise UsageError(f"{path}: unknown key {key!r}{hint}")
@@ -166,6 +176,8 @@ def check_causes(causes: list[str], where: str) -> list[str]:
     known = set(load_taxonomy())
     for cause in out:
         if cause not in known:
+            import difflib  # only to suggest a cause for an unknown one
+
             near = difflib.get_close_matches(cause, sorted(known), n=1, cutoff=0.6)
             hint = f" (did you mean {near[0]}?)" if near else "; `vllm-triage explain` lists the causes"
             raise UsageError(f"{where}: unknown cause {cause!r}{hint}")

@@ -9,13 +9,11 @@ expanded size, refuses input that is plainly binary, keeps only the last frame o
 from __future__ import annotations
 
 import codecs
-import gzip
 import io
 import os
 import re
 import stat
 import sys
-import zlib
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -174,7 +172,11 @@ class _CappedGzip(io.RawIOBase):
     """A gzip stream that refuses to expand past a limit (a decompression bomb stops here)."""
 
     def __init__(self, raw: BinaryIO, limit: int) -> None:
+        import gzip  # only for a gzipped input
+        import zlib
+
         self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._damaged = (OSError, EOFError, gzip.BadGzipFile, zlib.error)
         self._limit = limit
         self._out = 0
 
@@ -184,7 +186,7 @@ class _CappedGzip(io.RawIOBase):
     def readinto(self, buffer) -> int:  # type: ignore[override]
         try:
             data = self._gz.read(len(buffer))
-        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        except self._damaged as exc:
             raise InputError(f"damaged gzip input: {exc}") from None
         self._out += len(data)
         if self._out > self._limit:

@@ -7,41 +7,22 @@ it reads neither."""
 
 from __future__ import annotations
 
-import pkgutil
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from triage.parse.log_parser import Lark, UnexpectedCharacters
+from triage.parse.log_parser import AT_START_ONLY as _OPENING
+from triage.parse.log_parser import START_RULES
 
-
-def _listed(text: str, name: str) -> tuple[str, ...]:
-    """The alternatives of the list rule `name:` in the grammar's text (`a | b`, continued on
-    lines that open with `|`). Read from the text: the start rules are needed to build lark."""
-    m = re.search(rf"^{name}:((?:[^\n]*)(?:\n[ \t]+\|[^\n]*)*)", text, re.MULTILINE)
-    if m is None:
-        raise RuntimeError(f"vllm_log.lark lists no `{name}:` rule")
-    names = tuple(part.strip() for part in m.group(1).split("|"))
-    bad = [n for n in names if not re.fullmatch(r"[a-z][a-z0-9_]*", n)]
-    if bad:
-        raise RuntimeError(f"vllm_log.lark's `{name}:` must list rule names only, not {bad}")
-    return names
-
-
-def _families() -> tuple[tuple[str, ...], frozenset[str]]:
-    # pkgutil reads the file through the package's loader (a zip too), without the ~2 ms of
-    # importlib.resources' imports (zipfile and its readers) on every start
-    data = pkgutil.get_data(__package__, "vllm_log.lark")
-    if data is None:
-        raise RuntimeError("vllm_log.lark is missing from the package")
-    text = data.decode("utf-8")
-    opening = _listed(text, "opening")
-    return _listed(text, "family") + opening, frozenset(opening)
+if TYPE_CHECKING:
+    from triage.parse.lark_runtime import Lark
 
 
 # Start rules, one per message family (the grammar's `family` and `opening` lists); the
 # Transformer turns each into events. AT_START_ONLY: the `opening` ones, which only make
 # sense at the start of a message (their anchors are generic words).
-START_RULES, AT_START_ONLY = _families()
+# scripts/gen_parsers.py reads them off the grammar's text and writes them beside its tables.
+AT_START_ONLY = frozenset(_OPENING)
 # Functions whose call, quoted in a traceback's source line, names the phase (vllm_log.lark's
 # PHASE_CALL lists the same; a test keeps the two equal).
 PHASE_CALLS = (
@@ -78,6 +59,8 @@ class _NoRootLexer:
     only thing `_error_pos` reads."""
 
     def next_token(self, lex_state: object, parser_state: object = None) -> object:
+        from triage.parse.lark_runtime import UnexpectedCharacters
+
         raise UnexpectedCharacters(" ", 0, 1, 1)
 
 

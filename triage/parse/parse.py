@@ -20,7 +20,7 @@ from triage.ingest.periodic import metrics_item
 from triage.model import events as ev
 from triage.model.events.base import KINDS
 from triage.parse.grammar import AT_START_ONLY, PHASE_CALLS, START_RULES, anchor_groups, grammar
-from triage.parse.log_parser import LarkError, Token, Tree, VisitError
+from triage.parse.lark_runtime import LarkError, Token, Tree, VisitError
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
 

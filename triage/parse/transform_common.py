@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 from typing import TypeVar
 
-from triage.parse.log_parser import Token, v_args
+from triage.parse.lark_runtime import Token, v_args
 
 ClassT = TypeVar("ClassT", bound=type)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from triage.model.events.base import KINDS
 from triage.parse.grammar import START_RULES
-from triage.parse.log_parser import Token, Tree
+from triage.parse.lark_runtime import Token, Tree
 from triage.parse.transform_common import num, whole
 from triage.units import parse_size
 

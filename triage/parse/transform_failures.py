@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from triage.parse.log_parser import Token, Transformer
+from triage.parse.lark_runtime import Token, Transformer
 from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
 

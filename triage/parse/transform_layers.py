@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from triage.parse.log_parser import Transformer
+from triage.parse.lark_runtime import Transformer
 from triage.parse.transform_common import inline_children
 from triage.units import parse_size
 

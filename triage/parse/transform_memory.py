@@ -4,7 +4,7 @@ free memory at start-up and the KV capacity errors. A mixin of ToEvents (transfo
 from __future__ import annotations
 
 from triage.model import events as ev
-from triage.parse.log_parser import Token, Transformer
+from triage.parse.lark_runtime import Token, Transformer
 from triage.parse.transform_common import inline_children, num, whole
 from triage.units import parse_size
 

@@ -127,7 +127,7 @@ class Expr:
 
 def compile_expr(source: object) -> Expr:
     """Parse once; raise ExpressionError with the column on a syntax error."""
-    from triage.rule_engine.expr_parser import LarkError
+    from triage.parse.lark_runtime import LarkError
 
     if isinstance(source, float) and not math.isfinite(source):  # YAML's .inf and .nan
         raise ExpressionError(f"number out of range: {source}")
@@ -152,7 +152,7 @@ def compile_expr(source: object) -> Expr:
 
 def _plain(node: Any) -> Node | None:
     """lark's tree as plain tuples (depth already bounded by `_check_tree`)."""
-    from triage.rule_engine.expr_parser import Token, Tree
+    from triage.parse.lark_runtime import Token, Tree
 
     if isinstance(node, Tree):
         return ("tree", str(node.data), tuple(_plain(c) for c in node.children))
@@ -164,7 +164,7 @@ def _plain(node: Any) -> Node | None:
 def _check_tree(tree: Any) -> None:
     """Refuse at load time what would fail at run time: unknown calls, private names, literals
     out of range, nesting deeper than the evaluator goes (`rules check` then names the rule)."""
-    from triage.rule_engine.expr_parser import Token, Tree
+    from triage.parse.lark_runtime import Token, Tree
 
     if not isinstance(tree, Tree):
         return
