@@ -7,7 +7,7 @@ start-up) for objects that are built once by the loader and only read afterwards
 
 from __future__ import annotations
 
-from triage.records import Record
+from triage.records import Record, field
 from triage.rule_engine.expr import Expr
 from triage.rule_engine.template import Template
 
@@ -42,3 +42,6 @@ class Rule(Record, kw_only=False):
     fires_on: list[str]
     quiet_on: list[str]
     docs: str
+    # The pack's named figures (`figures:` beside `rules:`), shared by its rules: read by name,
+    # evaluated at most once per startup attempt, never shown in the report (match.py).
+    pack_figures: dict[str, Expr] = field(default_factory=dict)

@@ -41,14 +41,20 @@ __all__ = [
 
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
+MAX_PACK_FIGURES = 64  # figures read each other: a chain of them nests evaluation that deep
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-3-costed"  # part of the cache key: another shape of Rule, or rules cached before a
+RULES_FORMAT = "records-4-pack-figures"  # part of the cache key: another shape of Rule, or rules cached before a
 # load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 # Read only by fallback rules: the error catalogue is consulted when no other rule explained the attempt.
 FALLBACK_NAMES = frozenset({"catalogue"})
 FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# Names a pack-level figure may read besides the pack's other figures: the startup attempt's,
+# the same for every rule of the pack (no `event`, bound per rule; no `other_causes`).
+PACK_FIGURE_NAMES = CONTEXT_NAMES - {"event", "other_causes"}
+# Words of the expression language: a figure so named could never be read.
+KEYWORDS = frozenset({"true", "false", "none", "and", "or", "not", "in", "if", "else"})
 
 
 # --- discovery: the one place that knows where packs live ----------------------------------
@@ -202,8 +208,48 @@ class _Pack:
         if len(pack.rules) > MAX_RULES_PER_PACK:
             self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))
             return []
-        rules = [r for raw in pack.rules if (r := self._rule(raw)) is not None]
+        figures = self._figures(pack.figures, doc)
+        if figures is None:
+            return []
+        rules = [r for raw in pack.rules if (r := self._rule(raw, figures)) is not None]
         return [r for r in rules if self._affordable(r, doc)]
+
+    def _figures(self, given: dict[Any, Any], doc: Any) -> dict[str, Expr] | None:
+        """The pack's named figures, compiled and checked (names, what they read, no cycle);
+        None after a problem: a rule reading a broken figure would only add noise."""
+        figures: dict[str, Expr] = {}
+        if len(given) > MAX_PACK_FIGURES:
+            self.problem(f"more than {MAX_PACK_FIGURES} figures in one pack", line=self.line(doc, ("figures",)) or None)
+            return None
+        ok = True
+        for name, source in given.items():
+            at = ("figures", name)
+            why = _bad_figure_name(str(name))
+            try:
+                expr = compile_expr(source) if why is None else None
+            except ExpressionError as exc:
+                why, expr = str(exc), None
+            if expr is not None:
+                unknown = sorted(expr.names() - PACK_FIGURE_NAMES - {str(n) for n in given})
+                if unknown:
+                    why = (
+                        f"unknown name {unknown[0]!r} (a pack figure reads the pack's figures and "
+                        f"{', '.join(sorted(PACK_FIGURE_NAMES))})"
+                    )
+            if why is not None:
+                self.problem(why, line=self.line(doc, at) or None, field=_field_label(at))
+                ok = False
+            elif expr is not None:
+                figures[str(name)] = expr
+        cycle = _figure_cycle(figures) if ok else None
+        if cycle:
+            self.problem(
+                f"pack figures read each other in a cycle: {' -> '.join(cycle)}",
+                line=self.line(doc, ("figures", cycle[0])) or None,
+                field=f"figures.{cycle[0]}",
+            )
+            ok = False
+        return figures if ok else None
 
     def _affordable(self, rule: Rule, doc: Any) -> bool:
         """A rule whose planned cost is over its evaluation budget is refused here, not mid-log."""
@@ -212,7 +258,7 @@ class _Pack:
             self.problem(why, line=int(rule.source.rsplit(":", 1)[1]) or None, rule=rule.id, field="when")
         return why is None
 
-    def _rule(self, raw: Any) -> Rule | None:
+    def _rule(self, raw: Any, figures: dict[str, Expr]) -> Rule | None:
         from triage.rule_engine import pack_schema as schema
 
         rid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
@@ -230,7 +276,7 @@ class _Pack:
                 field="cause",
             )
             return None
-        rule = _RuleCompiler(self, raw, spec).compile()
+        rule = _RuleCompiler(self, raw, spec, figures).compile()
         if rule is not None and rule.id in self.ids:
             self.problem(f"already used at {self.ids[rule.id]}", line=self.line(raw, ("id",)), rule=rid, field="id")
             return None
@@ -242,9 +288,10 @@ class _Pack:
 class _RuleCompiler:
     """Compiles one validated rule; each problem is recorded at the line of its field."""
 
-    def __init__(self, pack: _Pack, raw: Any, spec: Any) -> None:
-        self.pack, self.raw, self.spec = pack, raw, spec
-        self.known = CONTEXT_NAMES | (FALLBACK_NAMES if spec.fallback else set()) | {str(n) for n in spec.figures}
+    def __init__(self, pack: _Pack, raw: Any, spec: Any, pack_figures: dict[str, Expr]) -> None:
+        self.pack, self.raw, self.spec, self.pack_figures = pack, raw, spec, pack_figures
+        own = {str(n) for n in spec.figures}
+        self.known = CONTEXT_NAMES | (FALLBACK_NAMES if spec.fallback else set()) | own | set(pack_figures)
         self.failed = False
 
     def problem(self, path: tuple, message: str) -> None:
@@ -298,6 +345,9 @@ class _RuleCompiler:
                     f"a figure name must be snake_case and not one of {', '.join(sorted(CONTEXT_NAMES))}",
                 )
                 continue
+            if name in self.pack_figures:
+                self.problem(("figures", name), f"{name!r} is a figure of the pack: give the rule's own another name")
+                continue
             figures[name] = self.expr(("figures", name), source)
         remedies = [self._remedy(i, r) for i, r in enumerate(spec.remedies)]
         when_all = [self.expr(("when", "all", i), s) for i, s in enumerate(spec.when.all)]
@@ -325,6 +375,7 @@ class _RuleCompiler:
             fires_on=spec.fires_on,
             quiet_on=spec.quiet_on,
             docs=spec.docs,
+            pack_figures=self.pack_figures,
         )
 
     def _remedy(self, i: int, r: Any) -> RemedyTemplate:
@@ -355,6 +406,36 @@ class _RuleCompiler:
             self.tmpl((*path, "text"), spec.text),
             self.expr((*path, "when"), spec.when) if spec.when is not None else None,
         )
+
+
+def _bad_figure_name(name: str) -> str | None:
+    """Why a pack figure may not be so named, or None."""
+    if not FIGURE_NAME.match(name) or name in KEYWORDS:
+        return f"a figure name must be snake_case and no word of the language: {name!r}"
+    builtin = CONTEXT_NAMES | FALLBACK_NAMES
+    if name in builtin:
+        return f"{name!r} is a built-in name; a figure must not hide it ({', '.join(sorted(builtin))})"
+    return None
+
+
+def _figure_cycle(figures: dict[str, Expr]) -> list[str] | None:
+    """A cycle among figures that read each other (`a -> b -> a`), or None."""
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for other in sorted(figures[name].names() & figures.keys()):
+            if state.get(other) == 1:  # on the path: the cycle runs from it back to it
+                return [*path[path.index(other) :], other]
+            if other not in state and (found := visit(other, [*path, other])):
+                return found
+        state[name] = 2
+        return None
+
+    for name in figures:
+        if name not in state and (found := visit(name, [name])):
+            return found
+    return None
 
 
 def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> list[Rule]:
