@@ -106,3 +106,24 @@ def test_a_figure_that_cannot_be_read_fails_each_reader_alike():
     for _ in range(2):
         with pytest.raises(ExpressionError, match="non-number"):
             compile_expr("bad").evaluate(ctx)
+
+
+def _chain(tmp_path: Path, figures: int, negations: int) -> Path:
+    """A pack whose figures each read the next, and a rule reading the first under `negations`
+    unary minuses (the deepest expression nesting the language allows)."""
+    lines = [f"  f{i}: f{i + 1} + 0" for i in range(figures - 1)] + [f"  f{figures - 1}: facts.max_model_len"]
+    path = tmp_path / "chain.yaml"
+    path.write_text(HEAD + "\n".join(lines) + "\n" + RULE.replace("kv_cache_insufficient", "host_memory_exhausted"))
+    path.write_text(path.read_text() + f"    when: {{all: ['{'-' * negations}f0 != 0']}}\n")
+    return path
+
+
+def test_a_chain_of_figures_nests_no_deeper_than_one_expression(tmp_path):
+    """Figures evaluated where they are read nest the evaluation: a chain deeper than one
+    expression may be is refused at load (a hostile pack would exhaust Python's stack)."""
+    with pytest.raises(RulePackError, match="figure 'f0' nests more than 60 levels deep"):
+        load_packs([_chain(tmp_path, MAX_PACK_FIGURES, 0)], CAUSES)
+    deepest = _chain(tmp_path, 29, 55)  # 58 levels of figures under 57 of the rule's own
+    assert load_packs([deepest], CAUSES)
+    code, out, err = cli([str(LOG), "--rules", str(deepest), "-f", "json"])
+    assert code == 1 and err == "" and "r-one" in [d["rule"] for d in json.loads(out)["diagnoses"]]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
 from triage.rule_engine.compiled import RemedyTemplate, Rule
-from triage.rule_engine.expr import Expr, compile_expr
+from triage.rule_engine.expr import MAX_EXPR_DEPTH, Expr, compile_expr
 from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.template import Template, compile_template
 
@@ -43,7 +43,9 @@ MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 MAX_PACK_FIGURES = 64  # figures read each other: a chain of them nests evaluation that deep
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = "records-4-pack-figures"  # part of the cache key: another shape of Rule, or rules cached before a
+RULES_FORMAT = (
+    "records-4-pack-figures-bounded"  # part of the cache key: another shape of Rule, or rules cached before a
+)
 # load-time check (the cost budget) existed, is never read
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
@@ -249,6 +251,14 @@ class _Pack:
                 field=f"figures.{cycle[0]}",
             )
             ok = False
+        deep = _too_deep(figures) if ok else None
+        if deep:
+            self.problem(
+                f"figure {deep!r} nests more than {MAX_EXPR_DEPTH} levels deep with the figures it reads",
+                line=self.line(doc, ("figures", deep)) or None,
+                field=f"figures.{deep}",
+            )
+            ok = False
         return figures if ok else None
 
     def _affordable(self, rule: Rule, doc: Any) -> bool:
@@ -436,6 +446,28 @@ def _figure_cycle(figures: dict[str, Expr]) -> list[str] | None:
         if name not in state and (found := visit(name, [name])):
             return found
     return None
+
+
+def _too_deep(figures: dict[str, Expr]) -> str | None:
+    """A figure that, with the figures it reads evaluated where it reads them, nests deeper
+    than one expression may (evaluation recurses that deep), or None. Figures have no cycle."""
+    depths: dict[str, int] = {}
+
+    def depth(name: str) -> int:
+        if name not in depths:
+            deepest, stack = 0, [(figures[name].node, 1)]
+            while stack:
+                node, at = stack.pop()
+                if node is None or node[0] != "tree":
+                    continue
+                deepest = max(deepest, at)
+                if node[1] == "path" and node[2][0][2] in figures:
+                    deepest = max(deepest, at + depth(node[2][0][2]))
+                stack.extend((child, at + 1) for child in node[2])
+            depths[name] = deepest
+        return depths[name]
+
+    return next((name for name in figures if depth(name) > MAX_EXPR_DEPTH), None)
 
 
 def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> list[Rule]:
