@@ -1,8 +1,9 @@
 """One redaction policy for every output path (triage/diagnose/redaction.py).
 
-The same secret-laden logs go through the CLI in every format and through the HTTP server in
-each of its formats (JSON is also what the paste page asks for): no secret in any output, and
-the evidence the CLI's JSON cites is, text for text, the evidence the server's JSON cites.
+The same secret-laden logs go through the CLI in every format, through `batch` (its JSON
+Lines, as fleet writes them) and through the HTTP server in each of its formats (JSON is also
+what the paste page asks for): no secret in any output, and the evidence the CLI's JSON cites
+is, text for text, the evidence the server's JSON and the batch record cite.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def port():
 
 
 @pytest.mark.parametrize("group", GROUPS, ids=["+".join(n for n, _, _ in g) for g in GROUPS])
-def test_every_output_path_masks_alike(group, port):
+def test_every_output_path_masks_alike(group, port, tmp_path):
     log = planted_log(" ; ".join(text for _, text, _ in group), as_model=False)
     secrets = [secret for _, _, secret in group]
     _, raw, _ = cli(["-", "-f", "json", "--no-redact"], stdin=log)
@@ -58,10 +59,17 @@ def test_every_output_path_masks_alike(group, port):
         outputs[f"server {fmt}"] = answer.text
         if fmt != "json":  # laid out from the same report: the CLI's text, byte for byte
             assert answer.text.rstrip("\n") == outputs[f"cli {fmt}"].rstrip("\n"), fmt
+    (tmp_path / "planted.log").write_bytes(log)  # batch (and fleet) write one JSON report a line
+    jsonl = tmp_path / "reports.jsonl"
+    code, out, err = cli(["batch", str(tmp_path / "planted.log"), "--jobs", "1", "--jsonl", str(jsonl)])
+    assert code == 1 and err == ""
+    outputs["batch"], outputs["batch jsonl"] = out, jsonl.read_text(encoding="utf-8")
     for where, text in outputs.items():
         assert not [s for s in secrets if s in text], f"a secret leaked in {where}"
-    cli_evidence, server_evidence = (_evidence(json.loads(outputs[k])) for k in ("cli json", "server json"))
-    assert cli_evidence == server_evidence and MASK in " ".join(t for *_, t in cli_evidence)
+    cli_evidence, server_evidence, batch_evidence = (
+        _evidence(json.loads(outputs[k])) for k in ("cli json", "server json", "batch jsonl")
+    )
+    assert cli_evidence == server_evidence == batch_evidence and MASK in " ".join(t for *_, t in cli_evidence)
 
 
 def test_the_policy_is_one_switch_and_the_server_has_it_on():
