@@ -12,8 +12,9 @@ import pytest
 from triage.apps.cli import main
 from triage.errors import ExpressionError, RulePackError
 from triage.rule_engine.expr import FactView, PackFigure, Trace, compile_expr
-from triage.rule_engine.load import MAX_PACK_FIGURES, load_packs, load_taxonomy
+from triage.rule_engine.load import load_packs, load_taxonomy
 from triage.rule_engine.op_budget import Budget
+from triage.rule_engine.pack_figures import MAX_PACK_FIGURES
 from triage.timeline.facts import Fact
 
 PACKS = Path(__file__).parent / "packs"

@@ -12,13 +12,12 @@ and YAML, pydantic and the schema are imported only on a cache miss or by `rules
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from triage.errors import ExpressionError, Problem, RulePackError
 from triage.rule_engine.compiled import RemedyTemplate, Rule
-from triage.rule_engine.expr import MAX_EXPR_DEPTH, Expr, compile_expr
+from triage.rule_engine.expr import Expr, compile_expr
 from triage.rule_engine.op_budget import ATTEMPT_OPS, PLANNED_EVENTS, over_rule_budget, planned_cost
 from triage.rule_engine.template import Template, compile_template
 
@@ -41,7 +40,6 @@ __all__ = [
 
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
-MAX_PACK_FIGURES = 64  # figures read each other: a chain of them nests evaluation that deep
 TAXONOMY = "taxonomy.yaml"
 RULES_FORMAT = (
     "records-4-pack-figures-bounded"  # part of the cache key: another shape of Rule, or rules cached before a
@@ -51,12 +49,9 @@ RULES_FORMAT = (
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 # Read only by fallback rules: the error catalogue is consulted when no other rule explained the attempt.
 FALLBACK_NAMES = frozenset({"catalogue"})
-FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 # Names a pack-level figure may read besides the pack's other figures: the startup attempt's,
 # the same for every rule of the pack (no `event`, bound per rule; no `other_causes`).
 PACK_FIGURE_NAMES = CONTEXT_NAMES - {"event", "other_causes"}
-# Words of the expression language: a figure so named could never be read.
-KEYWORDS = frozenset({"true", "false", "none", "and", "or", "not", "in", "if", "else"})
 
 
 # --- discovery: the one place that knows where packs live ----------------------------------
@@ -217,49 +212,14 @@ class _Pack:
         return [r for r in rules if self._affordable(r, doc)]
 
     def _figures(self, given: dict[Any, Any], doc: Any) -> dict[str, Expr] | None:
-        """The pack's named figures, compiled and checked (names, what they read, no cycle);
-        None after a problem: a rule reading a broken figure would only add noise."""
-        figures: dict[str, Expr] = {}
-        if len(given) > MAX_PACK_FIGURES:
-            self.problem(f"more than {MAX_PACK_FIGURES} figures in one pack", line=self.line(doc, ("figures",)) or None)
-            return None
-        ok = True
-        for name, source in given.items():
-            at = ("figures", name)
-            why = _bad_figure_name(str(name))
-            try:
-                expr = compile_expr(source) if why is None else None
-            except ExpressionError as exc:
-                why, expr = str(exc), None
-            if expr is not None:
-                unknown = sorted(expr.names() - PACK_FIGURE_NAMES - {str(n) for n in given})
-                if unknown:
-                    why = (
-                        f"unknown name {unknown[0]!r} (a pack figure reads the pack's figures and "
-                        f"{', '.join(sorted(PACK_FIGURE_NAMES))})"
-                    )
-            if why is not None:
-                self.problem(why, line=self.line(doc, at) or None, field=_field_label(at))
-                ok = False
-            elif expr is not None:
-                figures[str(name)] = expr
-        cycle = _figure_cycle(figures) if ok else None
-        if cycle:
-            self.problem(
-                f"pack figures read each other in a cycle: {' -> '.join(cycle)}",
-                line=self.line(doc, ("figures", cycle[0])) or None,
-                field=f"figures.{cycle[0]}",
-            )
-            ok = False
-        deep = _too_deep(figures) if ok else None
-        if deep:
-            self.problem(
-                f"figure {deep!r} nests more than {MAX_EXPR_DEPTH} levels deep with the figures it reads",
-                line=self.line(doc, ("figures", deep)) or None,
-                field=f"figures.{deep}",
-            )
-            ok = False
-        return figures if ok else None
+        """The pack's named figures, compiled and checked (pack_figures.py); None after a
+        problem: a rule reading a broken figure would only add noise."""
+        from triage.rule_engine.pack_figures import compile_figures  # only when a pack is read
+
+        figures, problems = compile_figures(given, CONTEXT_NAMES | FALLBACK_NAMES, PACK_FIGURE_NAMES)
+        for at, message in problems:
+            self.problem(message, line=self.line(doc, at) or None, field=_field_label(at))
+        return None if problems else figures
 
     def _affordable(self, rule: Rule, doc: Any) -> bool:
         """A rule whose planned cost is over its evaluation budget is refused here, not mid-log."""
@@ -346,6 +306,8 @@ class _RuleCompiler:
         return compiled if self._names_known(path, parts) else compile_template("")
 
     def compile(self) -> Rule | None:
+        from triage.rule_engine.pack_figures import FIGURE_NAME
+
         spec = self.spec
         figures = {}
         for name, source in spec.figures.items():
@@ -416,58 +378,6 @@ class _RuleCompiler:
             self.tmpl((*path, "text"), spec.text),
             self.expr((*path, "when"), spec.when) if spec.when is not None else None,
         )
-
-
-def _bad_figure_name(name: str) -> str | None:
-    """Why a pack figure may not be so named, or None."""
-    if not FIGURE_NAME.match(name) or name in KEYWORDS:
-        return f"a figure name must be snake_case and no word of the language: {name!r}"
-    builtin = CONTEXT_NAMES | FALLBACK_NAMES
-    if name in builtin:
-        return f"{name!r} is a built-in name; a figure must not hide it ({', '.join(sorted(builtin))})"
-    return None
-
-
-def _figure_cycle(figures: dict[str, Expr]) -> list[str] | None:
-    """A cycle among figures that read each other (`a -> b -> a`), or None."""
-    state: dict[str, int] = {}  # 1 on the path, 2 done
-
-    def visit(name: str, path: list[str]) -> list[str] | None:
-        state[name] = 1
-        for other in sorted(figures[name].names() & figures.keys()):
-            if state.get(other) == 1:  # on the path: the cycle runs from it back to it
-                return [*path[path.index(other) :], other]
-            if other not in state and (found := visit(other, [*path, other])):
-                return found
-        state[name] = 2
-        return None
-
-    for name in figures:
-        if name not in state and (found := visit(name, [name])):
-            return found
-    return None
-
-
-def _too_deep(figures: dict[str, Expr]) -> str | None:
-    """A figure that, with the figures it reads evaluated where it reads them, nests deeper
-    than one expression may (evaluation recurses that deep), or None. Figures have no cycle."""
-    depths: dict[str, int] = {}
-
-    def depth(name: str) -> int:
-        if name not in depths:
-            deepest, stack = 0, [(figures[name].node, 1)]
-            while stack:
-                node, at = stack.pop()
-                if node is None or node[0] != "tree":
-                    continue
-                deepest = max(deepest, at)
-                if node[1] == "path" and node[2][0][2] in figures:
-                    deepest = max(deepest, at + depth(node[2][0][2]))
-                stack.extend((child, at + 1) for child in node[2])
-            depths[name] = deepest
-        return depths[name]
-
-    return next((name for name in figures if depth(name) > MAX_EXPR_DEPTH), None)
 
 
 def load_packs(paths: Iterable[str | Path], causes: set[str] | None = None) -> list[Rule]:
