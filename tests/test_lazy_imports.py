@@ -78,7 +78,6 @@ print(json.dumps(sorted(set(sys.modules) - before)))
     assert not (added - library) & {"pathlib", "platform", "importlib.resources", "zipfile"}
 
 
-
 def test_a_plain_run_imports_no_logging_or_command_suggestions():
     """lark's logger (its runtime, triage/parse/lark_runtime.py) is made on first use: logging,
     traceback and string stay unloaded; difflib is for a first word that may be a mistyped

@@ -185,10 +185,9 @@ def to_dict(report: Report) -> dict[str, Any]:
 def error_record(name: str, message: str, *, redact: bool = True) -> dict[str, Any]:
     """The record of a log that could not be triaged (`$defs/BatchError` of the schema);
     its name and message may quote a secret, so both are redacted unless `redact` is off."""
-    if redact:
-        from triage.diagnose.redact import redact_text
+    from triage.diagnose.redaction import policy
 
-        name, message = redact_text(name), redact_text(message)
+    name, message = policy(redact).text(name), policy(redact).text(message)
     return {"input": {"name": name}, "error": message}
 
 

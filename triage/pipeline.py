@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from msgspec import Struct, field
 
-from triage.diagnose.redact import LineRedactor, redact_text
+from triage.diagnose.redaction import policy
 from triage.diagnose.report_builder import build_report, evidence_text
 from triage.ingest.chains import CutChains
 from triage.ingest.control import ScanControl
@@ -49,7 +49,8 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
     """Read a log stream and say why it failed (or that it did not)."""
     options = options or Options()
     rules = rules if rules is not None else load_rules(options.extra_rules)
-    stats = InputStats(name=redact_text(name) if options.redact else name)
+    redaction = policy(options.redact)  # the one policy (diagnose/redaction.py): texts masked as they enter
+    stats = InputStats(name=redaction.text(name))
     timeline = Timeline()
     texts: dict[int, tuple[str, str]] = {}
     prune_at = MAX_EVIDENCE_LINES
@@ -65,7 +66,7 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         control=control,
     )
     chains = CutChains(Unfolded(marked, matcher().classify), control)
-    for line, events in line_events(chains, LineRedactor() if options.redact else None, control):
+    for line, events in line_events(chains, redaction.lines(), control):
         texts[line.no] = (line.origin, evidence_text(line))
         timeline.feed(line, events)
         order.see(line, events)
@@ -80,7 +81,7 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         for line, events in reversed(order.kept):
             timeline.feed(line, events)
         timeline.finish()
-    clean = redact_text if options.redact else None
+    clean = redaction.text if redaction.on else None
     repair = Repair(indent=stats.indent, width=stats.wrap_width)  # a reshaped paste, as the scanner read it
     report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(stats.lines, clean, repair))
     if order.reversed():

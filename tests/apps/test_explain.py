@@ -66,9 +66,12 @@ def test_a_command_is_never_wrapped_inside():
     from triage.apps.explain import _figures
     from triage.pipeline import load_rules
 
+    def named(rule) -> dict[str, str]:  # the pack's figures, read as the expressions they name
+        return {name: expr.source for name, expr in rule.pack_figures.items()}
+
     out = run(["kv_cache_insufficient"])[1]
     commands = {
-        " ".join([*(f"{k} {_figures(v.source)}".rstrip() for k, v in r.flags.items())])
+        " ".join([*(f"{k} {_figures(v.source, named(rule))}".rstrip() for k, v in r.flags.items())])
         for rule in load_rules()
         if rule.cause == "kv_cache_insufficient"
         for r in rule.remedies

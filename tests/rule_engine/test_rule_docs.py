@@ -35,6 +35,19 @@ def test_the_published_files_are_what_the_code_makes():
         assert f"| `{name}` |" in guide
 
 
+def test_every_name_an_expression_reads_and_every_unit_is_documented():
+    """The names of the context (load.py's tables) and the units: a new one fails here until
+    docs/rule-expressions.md says what it is."""
+    from triage.rule_engine.expr import UNITS
+    from triage.rule_engine.load import CONTEXT_NAMES, FALLBACK_NAMES
+
+    guide = (ROOT / "docs" / "rule-expressions.md").read_text(encoding="utf-8")
+    names = guide.split("### Names an expression reads", 1)[1].split("###", 1)[0]
+    assert [n for n in sorted(CONTEXT_NAMES | FALLBACK_NAMES) if f"`{n}`" not in names] == []
+    assert [u for u in UNITS if f"`{u}`" not in guide] == []
+    assert "### Pack figures" in guide
+
+
 @pytest.mark.parametrize("pack", PACKS, ids=[p.stem for p in PACKS])
 def test_every_built_in_pack_is_valid_under_the_published_schema(pack):
     jsonschema.validate(yaml.safe_load(pack.read_text(encoding="utf-8")), pack_json_schema())

@@ -232,12 +232,11 @@ def _error_line(message: str, redact: bool = True, own: bool = False) -> str:
     `own`: the tool's words about the user's command line (a usage error): only secrets known
     by their shape are masked there, so "VLLM_TRIAGE_TOKEN: set it" stays a sentence.
     """
-    from triage.diagnose.redact import redact_shapes, redact_text
+    from triage.diagnose.redaction import policy
     from triage.render.sanitise import clean
 
     text = clean(" ".join(message.split()), name=True)
-    if redact:
-        text = redact_shapes(text) if own else redact_text(text)
+    text = policy(redact).own_words(text) if own else policy(redact).text(text)
     return f"vllm-triage: {text}\n"
 
 

@@ -73,14 +73,15 @@ def describe(cause: str, meta: dict, rules: list) -> str:
     out.append(f"Rules that name it ({len(rules)}; <...> is a figure the rule computes from the log):")
     for rule in rules:
         out += ["", f"  {rule.id}: {_flat(rule.title)}"]
+        named = {k: v.source for k, v in rule.pack_figures.items()}
         for remedy in rule.remedies:
             cmd = " ".join(
                 [
-                    *(f"{k}={_figures(v.source)}" for k, v in remedy.env.items()),
-                    *(f"{k} {_figures(v.source)}".rstrip() for k, v in remedy.flags.items()),
+                    *(f"{k}={_figures(v.source, named)}" for k, v in remedy.env.items()),
+                    *(f"{k} {_figures(v.source, named)}".rstrip() for k, v in remedy.flags.items()),
                 ]
             )
-            text = _flat(_figures(remedy.text.source))
+            text = _flat(_figures(remedy.text.source, named))
             if cmd:  # a command on a line of its own, never wrapped: copied, it stays one command
                 out.append(f"    - {cmd}")
                 out += _wrap(text, "        ") if text else []
@@ -98,12 +99,14 @@ _LITERAL = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _NAME = re.compile(r"^[A-Za-z_][\w.]*$")
 
 
-def _figures(template: str) -> str:
+def _figures(template: str, named: dict[str, str] | None = None) -> str:
     """A remedy template as a person reads it: each `{expression|filter}` becomes `<name>`
-    (a choice between words: `<fp8_e5m2 or fp8>`; any other computation: `<computed>`)."""
+    (a choice between words: `<fp8_e5m2 or fp8>`; any other computation: `<computed>`).
+    `named`: the pack's figures (name -> expression), read as the expression they name."""
 
     def one(m: re.Match) -> str:
         expr = m.group(1).rsplit("|", 1)[0].strip()
+        expr = (named or {}).get(expr, expr)
         if _NAME.match(expr):
             return f"<{expr.rsplit('.', 1)[-1]}>"
         words = [a or b for a, b in _LITERAL.findall(re.sub(r"\([^()]*\)", "", expr))]  # not a call's arguments

@@ -15,9 +15,10 @@ NO_REDACT_WARNING = (
 def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -> str:
     """Render each report in one format.
 
-    No redaction here: the pipeline redacted every log line whole before anything was cut,
-    so the report holds no secret (`redact` stays for callers); a pass over the laid-out
-    text would mask the tool's own words and break lines the layout already measured.
+    No redaction here (the one policy, diagnose/redaction.py): the pipeline redacted every log
+    line whole before anything was cut, so the report holds no secret (`redact` stays for
+    callers); a pass over the laid-out text would mask the tool's own words and break lines
+    the layout already measured.
     """
     from triage.render import render
     from triage.render.sanitise import clean_data

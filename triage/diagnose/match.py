@@ -22,7 +22,7 @@ from triage.errors import ExpressionError, RuleBudgetError
 from triage.model import events as ev
 from triage.model.report import Diagnosis, Evidence, Remedy
 from triage.parse.packages import companions
-from triage.rule_engine.expr import FactView, Trace
+from triage.rule_engine.expr import FactView, PackFigure, Trace
 from triage.rule_engine.load import Rule
 from triage.rule_engine.op_budget import ATTEMPT_OPS, RULE_OPS, Budget, BudgetExceeded
 from triage.timeline.facts import Facts, find_oom, merge
@@ -287,8 +287,11 @@ def _apply(
     bindings: list[ev.Event | None] = [None]
     if rule.event:
         bindings = list(by_kind.get(rule.event, ()))
+    figures = _pack_figures(rule, base) if rule.pack_figures else None
     for event in bindings:
         ctx = dict(base, event=event)
+        if figures:
+            ctx.update(figures)
         trace = Trace(budget=budget)
         if budget is not None:
             budget.spend()
@@ -309,6 +312,19 @@ def _apply(
         diagnosis.evidence = _evidence(trace, texts)
         return rank, diagnosis
     return None
+
+
+def _pack_figures(rule: Rule, base: dict[str, Any]) -> dict[str, PackFigure]:
+    """The figures of the rule's pack for this attempt, made once and shared by the pack's rules
+    (each is evaluated on its first read). They read the attempt's names, not a rule's `event`."""
+    made = base.setdefault("_pack_figures", {})
+    pack = rule.source.rsplit(":", 1)[0]
+    figures = made.get(pack)
+    if figures is None:
+        ctx = {k: v for k, v in base.items() if not k.startswith("_")}
+        figures = made[pack] = {name: PackFigure(expr, ctx) for name, expr in rule.pack_figures.items()}
+        ctx.update(figures)
+    return figures
 
 
 def _evaluate(rule: Rule, ctx: dict[str, Any], trace: Trace) -> tuple[float, Diagnosis] | None:

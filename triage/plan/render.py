@@ -88,10 +88,10 @@ def markdown(p: PlanReport) -> str:
 def render(p: PlanReport, fmt: str) -> str:
     """Every string is redacted and made safe to print first: a pasted command line can carry
     --api-key or a token, a config's model name escape sequences."""
-    from triage.diagnose.redact import redact_data
+    from triage.diagnose.redaction import ON
     from triage.render.sanitise import clean_data
 
-    data = clean_data(redact_data(p.model_dump(mode="json")))  # a model name from a config is input too
+    data = clean_data(ON.data(p.model_dump(mode="json")))  # a model name from a config is input too
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     p = PlanReport.model_validate(data)

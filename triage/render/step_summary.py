@@ -27,16 +27,16 @@ def append_step_summary(path: str, reports: list, redact: bool) -> None:
 
 
 def summary_text(reports: list, redact: bool, budget: int) -> str:
-    """As many whole reports as fit in `budget` bytes (UTF-8), then a note of the ones cut."""
-    from triage.diagnose.redact import redact_text
+    """As many whole reports as fit in `budget` bytes (UTF-8), then a note of the ones cut.
+    `redact` stays for callers: the reports were redacted as the logs were read (the one
+    policy, diagnose/redaction.py), so the Markdown is not scanned again, as `-f markdown` is not."""
     from triage.render.markdown import render
     from triage.render.sanitise import clean_data
 
     chunks, cut, size = [], [], 0
     for report in map(clean_data, reports):
         for options in ({}, {"message_chars": SHORT_MESSAGE_CHARS}):
-            text = render(report, **options) + "\n"
-            text = redact_text(text) if redact else text
+            text = render(report, **options) + "\n"  # from the redacted report: no pass over the text
             if size + len(text.encode("utf-8")) <= budget:
                 chunks.append(text)
                 size += len(text.encode("utf-8"))

@@ -7,7 +7,7 @@ start-up) for objects that are built once by the loader and only read afterwards
 
 from __future__ import annotations
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from triage.rule_engine.expr import Expr
 from triage.rule_engine.template import Template
@@ -43,3 +43,6 @@ class Rule(Struct, frozen=True):
     fires_on: list[str]
     quiet_on: list[str]
     docs: str
+    # The pack's named figures (`figures:` beside `rules:`), shared by its rules: read by name,
+    # evaluated at most once per startup attempt, never shown in the report (match.py).
+    pack_figures: dict[str, Expr] = field(default_factory=dict)

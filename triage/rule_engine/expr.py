@@ -125,6 +125,38 @@ class Expr:
         return out
 
 
+class PackFigure:
+    """A pack-level figure in one startup attempt's context: evaluated on its first read (by any
+    rule of its pack), then its value, or the error it raised, and the log lines it read are
+    kept; every later read cites the same lines, as if the expression were written in place."""
+
+    __slots__ = ("ctx", "error", "expr", "lines", "state", "value")
+
+    def __init__(self, expr: Expr, ctx: Mapping[str, Any]) -> None:
+        self.expr, self.ctx = expr, ctx  # ctx: the attempt's names (no `event`) and the pack's figures
+        self.state = 0  # 0 not read, 1 being read, 2 read
+        self.value: Any = None
+        self.error: ExpressionError | None = None
+        self.lines: tuple[int, ...] = ()
+
+    def read(self, r: _Run) -> Any:
+        if self.state == 1:  # the loader refuses cycles; a hand-made context must not loop either
+            raise ExpressionError(f"figure {self.expr.source!r} reads itself")
+        if self.state == 0:
+            self.state = 1
+            trace = Trace(budget=r.budget)
+            try:
+                self.value = self.expr.compiled()(_Run(self.ctx, trace))
+            except ExpressionError as exc:
+                self.error = exc
+            self.lines, self.state = tuple(trace.lines), 2
+        for line in self.lines:
+            r.trace.saw(line)
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 def compile_expr(source: object) -> Expr:
     """Parse once; raise ExpressionError with the column on a syntax error."""
     from triage.parse.lark_runtime import LarkError
@@ -336,8 +368,11 @@ def _path_node(ch: tuple) -> Fn:
 
     def path(r: _Run) -> Any:
         if root not in r.ctx:
-            raise ExpressionError(f"unknown name {root!r}; must be one of: {', '.join(sorted(r.ctx))}")
+            known = ", ".join(sorted(n for n in r.ctx if not n.startswith("_")))
+            raise ExpressionError(f"unknown name {root!r}; must be one of: {known}")
         value = r.ctx[root]
+        if value.__class__ is PackFigure:
+            value = value.read(r)
         for name in rest:
             if value is None:
                 return None

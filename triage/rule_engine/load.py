@@ -12,7 +12,6 @@ and YAML, pydantic and the schema are imported only on a cache miss or by `rules
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -42,15 +41,16 @@ __all__ = [
 MAX_PACK_BYTES = 1 << 20
 MAX_RULES_PER_PACK = 500
 TAXONOMY = "taxonomy.yaml"
-RULES_FORMAT = (
-    "structs-1-costed"  # part of the cache key: another shape of Rule (msgspec Structs), or rules cached before a
-)
-# load-time check (the cost budget) existed, is never read
+# Part of the cache key: another shape of Rule (msgspec Structs, pack figures), or rules cached
+# before a load-time check (the cost budget) existed, is never read.
+RULES_FORMAT = "structs-2-pack-figures-bounded"
 # Names a rule's expressions may read; figures add their own names.
 CONTEXT_NAMES = frozenset({"event", "failure", "oom", "facts", "attempt", "seen", "other_causes", "memory"})
 # Read only by fallback rules: the error catalogue is consulted when no other rule explained the attempt.
 FALLBACK_NAMES = frozenset({"catalogue"})
-FIGURE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# Names a pack-level figure may read besides the pack's other figures: the startup attempt's,
+# the same for every rule of the pack (no `event`, bound per rule; no `other_causes`).
+PACK_FIGURE_NAMES = CONTEXT_NAMES - {"event", "other_causes"}
 
 
 # --- discovery: the one place that knows where packs live ----------------------------------
@@ -204,8 +204,21 @@ class _Pack:
         if len(pack.rules) > MAX_RULES_PER_PACK:
             self.problem(f"more than {MAX_RULES_PER_PACK} rules in one pack", line=self.line(doc, ("rules",)))
             return []
-        rules = [r for raw in pack.rules if (r := self._rule(raw)) is not None]
+        figures = self._figures(pack.figures, doc)
+        if figures is None:
+            return []
+        rules = [r for raw in pack.rules if (r := self._rule(raw, figures)) is not None]
         return [r for r in rules if self._affordable(r, doc)]
+
+    def _figures(self, given: dict[Any, Any], doc: Any) -> dict[str, Expr] | None:
+        """The pack's named figures, compiled and checked (pack_figures.py); None after a
+        problem: a rule reading a broken figure would only add noise."""
+        from triage.rule_engine.pack_figures import compile_figures  # only when a pack is read
+
+        figures, problems = compile_figures(given, CONTEXT_NAMES | FALLBACK_NAMES, PACK_FIGURE_NAMES)
+        for at, message in problems:
+            self.problem(message, line=self.line(doc, at) or None, field=_field_label(at))
+        return None if problems else figures
 
     def _affordable(self, rule: Rule, doc: Any) -> bool:
         """A rule whose planned cost is over its evaluation budget is refused here, not mid-log."""
@@ -214,7 +227,7 @@ class _Pack:
             self.problem(why, line=int(rule.source.rsplit(":", 1)[1]) or None, rule=rule.id, field="when")
         return why is None
 
-    def _rule(self, raw: Any) -> Rule | None:
+    def _rule(self, raw: Any, figures: dict[str, Expr]) -> Rule | None:
         from triage.rule_engine import pack_schema as schema
 
         rid = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
@@ -232,7 +245,7 @@ class _Pack:
                 field="cause",
             )
             return None
-        rule = _RuleCompiler(self, raw, spec).compile()
+        rule = _RuleCompiler(self, raw, spec, figures).compile()
         if rule is not None and rule.id in self.ids:
             self.problem(f"already used at {self.ids[rule.id]}", line=self.line(raw, ("id",)), rule=rid, field="id")
             return None
@@ -244,9 +257,10 @@ class _Pack:
 class _RuleCompiler:
     """Compiles one validated rule; each problem is recorded at the line of its field."""
 
-    def __init__(self, pack: _Pack, raw: Any, spec: Any) -> None:
-        self.pack, self.raw, self.spec = pack, raw, spec
-        self.known = CONTEXT_NAMES | (FALLBACK_NAMES if spec.fallback else set()) | {str(n) for n in spec.figures}
+    def __init__(self, pack: _Pack, raw: Any, spec: Any, pack_figures: dict[str, Expr]) -> None:
+        self.pack, self.raw, self.spec, self.pack_figures = pack, raw, spec, pack_figures
+        own = {str(n) for n in spec.figures}
+        self.known = CONTEXT_NAMES | (FALLBACK_NAMES if spec.fallback else set()) | own | set(pack_figures)
         self.failed = False
 
     def problem(self, path: tuple, message: str) -> None:
@@ -291,6 +305,8 @@ class _RuleCompiler:
         return compiled if self._names_known(path, parts) else compile_template("")
 
     def compile(self) -> Rule | None:
+        from triage.rule_engine.pack_figures import FIGURE_NAME
+
         spec = self.spec
         figures = {}
         for name, source in spec.figures.items():
@@ -299,6 +315,9 @@ class _RuleCompiler:
                     ("figures", name),
                     f"a figure name must be snake_case and not one of {', '.join(sorted(CONTEXT_NAMES))}",
                 )
+                continue
+            if name in self.pack_figures:
+                self.problem(("figures", name), f"{name!r} is a figure of the pack: give the rule's own another name")
                 continue
             figures[name] = self.expr(("figures", name), source)
         remedies = [self._remedy(i, r) for i, r in enumerate(spec.remedies)]
@@ -327,6 +346,7 @@ class _RuleCompiler:
             fires_on=spec.fires_on,
             quiet_on=spec.quiet_on,
             docs=spec.docs,
+            pack_figures=self.pack_figures,
         )
 
     def _remedy(self, i: int, r: Any) -> RemedyTemplate:

@@ -75,9 +75,10 @@ def nodes(tree: Any) -> int:
 
 def rule_cost(rule: Any) -> tuple[int, int]:
     """(per binding, once): the operations of the conditions evaluated for each event the rule
-    is bound to, and of what is evaluated once when it fires (figures, rank, texts)."""
+    is bound to, and of what is evaluated once when it fires (figures, rank, texts); the pack's
+    figures are counted whole for each rule of it, though they are evaluated once for all."""
     per = 1 + sum(nodes(e.node) for e in (*rule.all, *rule.any))
-    once = [rule.rank, rule.confidence, *rule.figures.values()]
+    once = [rule.rank, rule.confidence, *rule.figures.values(), *getattr(rule, "pack_figures", {}).values()]
     for remedy in rule.remedies:
         once += [remedy.when] if remedy.when is not None else []
         once += _template_exprs(remedy.text) + [

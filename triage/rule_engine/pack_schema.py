@@ -93,6 +93,7 @@ class PackSpec(_Model):
     does not hide the problems of the others)."""
 
     schema_version: int = Field(alias="schema")
+    figures: dict[str, Any] = Field(default_factory=dict)
     rules: list[Any]
 
 
@@ -112,9 +113,21 @@ def pack_json_schema() -> dict[str, Any]:
     from typing import Literal
 
     class RulePack(_Model):
-        """A rule pack (`rules/<cause>.yaml`): the pack format's version and its rules."""
+        """A rule pack (`rules/<cause>.yaml`): the pack format's version, its named figures and
+        its rules. Version 1 is a contract: keys are only ever added, optional (`figures` was),
+        so a pack valid before stays valid."""
 
         schema_version: Literal[1] = Field(alias="schema")  # type: ignore[assignment]
+        figures: dict[str, str | int | float | bool] = Field(
+            default_factory=dict,
+            description=(
+                "Named figures of the pack: name (snake_case) -> expression. Every rule of the pack "
+                "reads them by name (conditions, figures, texts, remedies); they read the attempt's "
+                "names (not `event`) and each other (no cycles), are evaluated at most once per "
+                "startup attempt, and are internal: never shown in the report (a rule's own "
+                "`figures` are)."
+            ),
+        )
         rules: list[RuleSpec]
 
     out = RulePack.model_json_schema(by_alias=True)

@@ -23,7 +23,7 @@ from triage.apps.serve.requests import check_length, clean_name, media_type, par
 from triage.apps.serve.service import Service
 from triage.apps.serve.slack_command import slack_answer, slack_headers_problem, verify_slack
 from triage.apps.serve.workers import WorkerPool
-from triage.diagnose.redact import redact_text
+from triage.diagnose.redaction import SERVER
 
 log = logging.getLogger("vllm_triage.serve")
 NO_STORE = {"Cache-Control": "no-store"}
@@ -138,7 +138,7 @@ async def slack(request: Request) -> Response:
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": redact_text(message)}, status, headers=headers)
+    return JSONResponse({"error": SERVER.text(message)}, status, headers=headers)
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
@@ -233,5 +233,5 @@ class AccessLog:
             if not state["started"]:
                 await _error(500, "internal error")(scope, receive, send)
         finally:
-            path = redact_text(logged_path(scope))[:200]
+            path = SERVER.text(logged_path(scope))[:200]
             log.info("%s %s %s %.0fms", scope.get("method"), path, state["status"], (time.perf_counter() - start) * 1e3)

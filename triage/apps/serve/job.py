@@ -7,22 +7,20 @@ Kept apart from the routes so that the worker processes import this and not the 
 from __future__ import annotations
 
 import io
-import json
 
-from triage.diagnose.redact import redact_data, redact_text
+from triage.diagnose.redaction import SERVER
 from triage.pipeline import Options, run
 from triage.render import render
 
 
 def render_answer(report, fmt: str) -> str:
-    """The report in one format; the last guard of redaction runs on the final text."""
+    """The report in one format, laid out from the redacted report as the CLI lays it out: no
+    pass over the rendered text (the one policy, diagnose/redaction.py)."""
     if fmt == "json":
         from triage.render.json_format import stamp
 
         return render(stamp(report), "json")
-    if fmt == "markdown":
-        return redact_text(render(report, "markdown"))
-    return json.dumps(redact_data(json.loads(render(report, "slack"))), ensure_ascii=False)
+    return render(report, fmt)
 
 
 class Answer(str):
@@ -36,8 +34,8 @@ class Answer(str):
 
 
 def analyse_bytes(data: bytes, name: str, fmt: str, rules, limit: int) -> str:
-    """In a worker process: the pipeline (redacting, as always) and the renderer."""
-    report = run(io.BytesIO(data), name, Options(max_bytes=limit), rules)
+    """In a worker process: the pipeline (redacting, always: the server never un-redacts) and the renderer."""
+    report = run(io.BytesIO(data), name, Options(redact=SERVER.on, max_bytes=limit), rules)
     answer = Answer(render_answer(report, fmt))
     answer.outcome = report.outcome
     answer.cause = report.diagnoses[0].id if report.diagnoses else None

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from triage.apps.serve.limits import SLACK_MAX_AGE, ApiError
-from triage.diagnose.redact import redact_text
+from triage.diagnose.redaction import SERVER
 
 
 def slack_headers_problem(timestamp: str | None, signature: str | None, now: float) -> str | None:
@@ -61,5 +61,5 @@ async def slack_answer(body: bytes, analyse: Callable[[bytes], Awaitable[str]]) 
     try:
         message = json.loads(await analyse(text.encode("utf-8")))
     except ApiError as exc:
-        return {"response_type": "ephemeral", "text": f"vllm-triage: {redact_text(exc.message)}"}
+        return {"response_type": "ephemeral", "text": f"vllm-triage: {SERVER.text(exc.message)}"}
     return {"response_type": "ephemeral", **message}
