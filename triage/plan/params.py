@@ -100,11 +100,19 @@ def _mamba(cfg: TextConfig) -> int:
     return 3 * hidden * inner + inner * (dt_rank + 2 * d_state) + dt_rank * inner
 
 
+def _pooling(cfg: TextConfig) -> bool:
+    """A bare `*Model` architecture (MistralModel, Qwen2Model, BertModel): vLLM serves it as a
+    pooling model, whose adapter deletes the LM head it built (models/adapters.py, 0.9), so no
+    head is loaded or counted."""
+    arch = cfg.architecture
+    return arch.endswith("Model") and not arch.endswith(("ForCausalLM", "LMHeadModel"))
+
+
 def count(cfg: TextConfig, layer_kinds: list[str] | None = None) -> ParamCount:
     """Matrix parameters from config.json (estimated: norms, biases and vision towers left out)."""
     vocab, hidden = cfg.number("vocab_size"), cfg.number("hidden_size")
     layers = cfg.number("num_hidden_layers")
-    tied = cfg.get("tie_word_embeddings", cfg.model_type in _TIED_BY_DEFAULT)
+    tied = cfg.get("tie_word_embeddings", cfg.model_type in _TIED_BY_DEFAULT) or _pooling(cfg)
     linear = experts = 0
     for i in range(layers):
         kind = layer_kinds[i] if layer_kinds and i < len(layer_kinds) else "attention"
