@@ -275,8 +275,8 @@ def test_the_readme_example_is_what_the_tool_prints():
     for line in (
         "DOES NOT FIT [kv_cache_insufficient]",
         "KV cache         4.35 GiB -> 35,584 tokens",
-        "--max-model-len 28720: the longest length",
-        "--kv-cache-dtype fp8 with --max-model-len 57456",
+        "--max-model-len 29952: the longest length",
+        "--kv-cache-dtype fp8 with --max-model-len 59904",
     ):
         assert line in out and line in readme
 

@@ -167,3 +167,12 @@ def test_linear_attention_layers_hold_a_state_not_tokens():
     assert layout.family == "hybrid-mamba" and layout.attention_bytes_per_token == 2 * per_layer
     assert layout.bytes_per_token == per_layer * 2 * (1 + 3)
     assert layout.state_bytes_per_sequence == 6 * (3 * (2 * 2 * 32 + 4 * 32) + 4 * 32 * 32) * 2
+
+
+def test_a_bare_model_architecture_is_served_without_an_lm_head():
+    """vLLM serves `MistralModel` (e5-mistral) as a pooling model and deletes the head its causal
+    class built; the causal Mistral with the same body keeps one, untied."""
+    pooling, _ = _load("e5-mistral-7b-instruct")
+    causal, _ = _load("mistral-7b-instruct-v0.3")
+    assert params.count(pooling).lm_head == 0
+    assert params.count(causal).lm_head == causal.number("vocab_size") * causal.number("hidden_size")

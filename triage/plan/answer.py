@@ -93,7 +93,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
     weights = (
         Quantity.exact(float(w.per_gpu_bytes), DERIVED)
         if not w.estimated and launch.world == 1
-        else _spread(w.per_gpu_bytes, 0.97, 1.03)
+        else _spread(w.per_gpu_bytes, *w.spread)
     )
     act = estimates.activation_peak(
         launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp, 2 if launch.dtype != "float32" else 4
