@@ -10,8 +10,7 @@ CUDA graphs outside the budget. The first that fails is the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from msgspec import Struct
 from msgspec.structs import replace
 
 from triage.memory import (
@@ -56,8 +55,7 @@ CAUSE = {
 }
 
 
-@dataclass
-class Answer:
+class Answer(Struct):
     inputs: MemoryInputs
     checks: list[Check]
     activation: estimates.Estimate

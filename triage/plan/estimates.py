@@ -16,7 +16,7 @@ The defaults of max_num_batched_tokens and max_num_seqs are vLLM 0.10's for `vll
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from triage.plan.spec import TextConfig
 from triage.units import GiB, MiB
@@ -27,8 +27,7 @@ GRAPHS_CAP = 3 * GiB // 2
 CUDA_CONTEXT = 450 * MiB
 
 
-@dataclass
-class Estimate:
+class Estimate(Struct):
     bytes: int
     assumption: str
     spread: tuple[float, float] = (0.5, 2.0)  # the interval the checks take it in, as factors of `bytes`

@@ -11,9 +11,10 @@ evidence reader the diagnosis uses (`triage.parse.sysinfo`), which also reports 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from triage.errors import InputError, UsageError
 from triage.units import GiB, parse_size
@@ -37,8 +38,7 @@ CARDS: dict[str, tuple[float, tuple[str, ...]]] = {
 }
 
 
-@dataclass
-class Gpu:
+class Gpu(Struct):
     name: str
     total_bytes: int
     count: int = 1

@@ -18,7 +18,8 @@ Pipeline parallelism gives each GPU the layers of one stage (the largest, ceil(l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from triage.plan.spec import TextConfig
 
@@ -26,8 +27,7 @@ MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_mtp", "kimi_k2")
 _PATTERN_DEFAULTS = {"gemma3": 6, "gemma3_text": 6, "cohere2": 4}
 
 
-@dataclass
-class LayerGroup:
+class LayerGroup(Struct):
     kind: str  # "full" | "sliding" | "mla" | "mamba"
     layers: int  # on the busiest GPU (one pipeline stage)
     bytes_per_token: int = 0  # per layer, per GPU (0 for mamba)
@@ -35,8 +35,7 @@ class LayerGroup:
     state_bytes_per_sequence: int = 0  # per layer, per GPU (mamba only)
 
 
-@dataclass
-class KvLayout:
+class KvLayout(Struct):
     family: str
     groups: list[LayerGroup]
     bytes_per_token: int  # the per-GPU bytes vLLM's printed KV token count divides the pool by

@@ -8,7 +8,7 @@ TP, a max_model_len beyond the model's own, more GPUs than the machine has).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from triage.plan import estimates, params, plausible
 from triage.plan import kv_layout as kv
@@ -23,8 +23,7 @@ DEFAULT_BLOCK = 16
 MAX_LAYERS = 4096  # the deepest models have ~200 layers; more is a broken config
 
 
-@dataclass
-class Launch:
+class Launch(Struct):
     files: ModelFiles
     cfg: TextConfig
     flags: ServeFlags

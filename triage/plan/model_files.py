@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from triage.errors import InputError
 
@@ -42,8 +43,7 @@ DTYPE_BYTES = {
 }
 
 
-@dataclass
-class ModelFiles:
+class ModelFiles(Struct):
     """What was found for one model: where, its config, and the checkpoint's size if known."""
 
     name: str

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from triage.units import GiB
 
@@ -47,16 +48,14 @@ _WORKER = re.compile(r"Worker_TP(\d+)")
 _VERSION = re.compile(r"(?:LLM engine \(v|vLLM API server version |version )(\d+\.\d+[\w.+-]*)")
 
 
-@dataclass(frozen=True)
-class Figure:
+class Figure(Struct, frozen=True):
     """One printed non-torch figure of a start, in GiB, and how it was measured."""
 
     gib: float
     kind: str  # "increase", "derived" (consumed less weights) or "absolute" (V0 0.6, not used)
 
 
-@dataclass(frozen=True)
-class LogFigures:
+class LogFigures(Struct, frozen=True):
     tp: int
     pp: int
     version: str

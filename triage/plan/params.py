@@ -10,15 +10,14 @@ pipeline parallelism split the weights evenly per GPU (vocab-parallel embeddings
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from triage.plan.spec import DTYPE_BYTES, TextConfig
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 
 
-@dataclass
-class ParamCount:
+class ParamCount(Struct):
     embedding: int
     lm_head: int
     linear: int  # every other matrix
@@ -29,8 +28,7 @@ class ParamCount:
         return self.embedding + self.lm_head + self.linear
 
 
-@dataclass
-class Weights:
+class Weights(Struct):
     parameters: int
     parameters_source: str
     total_bytes: int

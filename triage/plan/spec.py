@@ -9,8 +9,9 @@ which also accepts the alternative names different families use.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 # transformers' defaults for config classes that multimodal checkpoints nest without repeating.
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -127,8 +128,7 @@ _DTYPE_NAMES = {
 }
 
 
-@dataclass
-class TextConfig:
+class TextConfig(Struct):
     """The text model's config: `text_config` over the top level, then the model type's defaults."""
 
     top: dict
