@@ -29,7 +29,7 @@ def annotations(text: str) -> list[str]:
 
 def test_many_failing_logs_give_nine_annotations_and_one_for_the_rest():
     reports = [named(FAILED, f"node{i}/vllm.log") for i in range(30)] + [named(HEALTHY, "ok.log")]
-    lines = annotations(render_all(reports, "github", True))
+    lines = annotations(render_all(reports, "github"))
     assert len(lines) == MAX_ANNOTATIONS
     assert all(line.startswith("::error file=node") for line in lines[:9])
     assert "22 more logs: 21 failed, 1 healthy" in lines[9] and "kv_cache_insufficient x21" in lines[9]
@@ -37,19 +37,19 @@ def test_many_failing_logs_give_nine_annotations_and_one_for_the_rest():
 
 def test_logs_with_several_causes_fold_the_others_into_their_error():
     reports = [named(TWO_CAUSES, f"n{i}.log") for i in range(6)]  # 12 annotations unfolded
-    lines = annotations(render_all(reports, "github", True))
+    lines = annotations(render_all(reports, "github"))
     assert len(lines) == 6 and all("Also possible: gpu_memory_utilization_too_high" in line for line in lines)
 
 
 def test_few_logs_keep_every_annotation():
     reports = [named(TWO_CAUSES, "a.log"), named(FAILED, "b.log"), named(HEALTHY, "c.log")]
-    lines = annotations(render_all(reports, "github", True))
+    lines = annotations(render_all(reports, "github"))
     assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::warning", "::error", "::notice"]
 
 
 def test_passing_logs_beyond_the_limit_are_counted():
     reports = [named(HEALTHY, f"h{i}.log") for i in range(25)]
-    lines = annotations(render_all(reports, "github", True))
+    lines = annotations(render_all(reports, "github"))
     assert len(lines) == 1 and lines[0].startswith("::notice") and "25 more logs: 25 healthy" in lines[0]
 
 
@@ -71,7 +71,7 @@ def test_the_step_summary_stays_under_1_mib_and_says_what_was_cut(tmp_path):
     reports = [named(FAILED, f"node{i}.log") for i in range(600)] + [huge]
     summary = tmp_path / "summary.md"
     summary.write_text("# an earlier step\n" * 100, encoding="utf-8")
-    append_step_summary(str(summary), reports, True)
+    append_step_summary(str(summary), reports)
     data = summary.read_bytes()
     assert len(data) < LIMIT_BYTES
     text = data.decode("utf-8")
@@ -82,5 +82,5 @@ def test_the_step_summary_stays_under_1_mib_and_says_what_was_cut(tmp_path):
 def test_a_report_too_big_alone_is_shortened_not_dropped():
     report = triage_file(FAILED)
     huge = report.model_copy(update={"failure": report.failure.model_copy(update={"message": "y" * 200_000})})
-    text = summary_text([huge], True, 100_000)
+    text = summary_text([huge], 100_000)
     assert "characters cut" in text and "left out" not in text and "--max-model-len" in text

@@ -170,7 +170,7 @@ def test_step_summary_gets_the_markdown_appended(tmp_path, monkeypatch):
     assert text.startswith("# earlier step\n")
     named = triage_file(FAILED)
     named = named.model_copy(update={"input": named.input.model_copy(update={"name": str(FAILED)})})
-    assert render_all([named], "markdown", True) in text
+    assert render_all([named], "markdown") in text
     assert "## vllm-triage: failed" in text and "--max-model-len" in text
 
 
@@ -296,7 +296,7 @@ def test_junit_strips_characters_xml_cannot_hold():
 
 def test_junit_several_logs_merge_into_one_document():
     reports = [triage_file(FAILED), triage_file(HEALTHY), triage_file(TWO_CAUSES)]
-    root = ET.fromstring(render_all(reports, "junit", True))
+    root = ET.fromstring(render_all(reports, "junit"))
     _check_junit(root)
     assert len(root.findall("testsuite")) == 1
     expected = sum(max(1, len(r.diagnoses)) for r in reports)
@@ -350,7 +350,7 @@ def test_slack_failure_section_and_version_context():
 
 
 def test_slack_several_logs_are_one_object_per_line():
-    out = render_all([triage_file(FAILED), triage_file(HEALTHY)], "slack", True)
+    out = render_all([triage_file(FAILED), triage_file(HEALTHY)], "slack")
     lines = out.splitlines()
     assert len(lines) == 2 and all("blocks" in json.loads(line) for line in lines)
 
@@ -381,6 +381,6 @@ SECRET_LOG = (
 def test_structured_formats_stay_valid_and_redacted(fmt):
     """The report is redacted in the pipeline; a regex pass over XML/JSON text could break its syntax."""
     report = triage_text(SECRET_LOG)
-    out = render_all([report], fmt, True)
+    out = render_all([report], fmt)
     ET.fromstring(out) if fmt == "junit" else json.loads(out)
     assert "hf_abcdefghijklmnopqrstuvwxyz0123" not in out

@@ -359,12 +359,12 @@ def _render_targets(reports: list, targets, args, stdout: IO[str], redact: bool)
     for fmt, out in targets:
         to_tty = out is None and is_tty
         width = args.width or (terminal_width() if to_tty else 100)
-        text = render_all(reports, fmt, redact, width=width, color=color_wanted(args.color, to_tty))
+        text = render_all(reports, fmt, width=width, color=color_wanted(args.color, to_tty))
         write(text, out, stdout, inputs=args.paths)
     if os.environ.get("GITHUB_STEP_SUMMARY") and any(fmt == "github" for fmt, _ in targets):
         from triage.render.step_summary import append_step_summary
 
-        append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], reports, redact)
+        append_step_summary(os.environ["GITHUB_STEP_SUMMARY"], reports)
 
 
 def _subcommand(argv: list[str], stdin, stdout: IO[str], stderr: IO[str]) -> int:

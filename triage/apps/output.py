@@ -12,13 +12,12 @@ NO_REDACT_WARNING = (
 )
 
 
-def render_all(reports: list, fmt: str, redact: bool = True, **render_options) -> str:
+def render_all(reports: list, fmt: str, **render_options) -> str:
     """Render each report in one format.
 
     No redaction here (the one policy, diagnose/redaction.py): the pipeline redacted every log
-    line whole before anything was cut, so the report holds no secret (`redact` stays for
-    callers); a pass over the laid-out text would mask the tool's own words and break lines
-    the layout already measured.
+    line whole before anything was cut, so the report holds no secret; a pass over the
+    laid-out text would mask the tool's own words and break lines the layout already measured.
     """
     from triage.render import render
     from triage.render.sanitise import clean_data
@@ -73,7 +72,6 @@ def emit(
     fmt: str | None,
     out: str | None,
     stream: IO[str],
-    redact: bool = True,
     color_mode: str = "auto",
     width: int | None = None,
 ) -> None:
@@ -83,7 +81,7 @@ def emit(
     tty = out is None and isatty(stream)
     fmt = fmt or default_format(tty)
     color = color_wanted(color_mode, tty)
-    text = render_all([report], fmt, redact, width=width or (terminal_width() if tty else 100), color=color)
+    text = render_all([report], fmt, width=width or (terminal_width() if tty else 100), color=color)
     write(text, out, stream)
     stream.flush()
 

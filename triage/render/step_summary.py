@@ -14,7 +14,7 @@ MARGIN_BYTES = 8 << 10  # room for the closing note and what other steps' tools 
 SHORT_MESSAGE_CHARS = 2_000
 
 
-def append_step_summary(path: str, reports: list, redact: bool) -> None:
+def append_step_summary(path: str, reports: list) -> None:
     """Append the reports GitHub shows on the run's page; one line on stderr (exit 2) if it cannot."""
     try:
         used = os.path.getsize(path)
@@ -22,14 +22,14 @@ def append_step_summary(path: str, reports: list, redact: bool) -> None:
         used = 0
     from triage.apps.safe_write import append_file
 
-    text = summary_text(reports, redact, LIMIT_BYTES - MARGIN_BYTES - used)
+    text = summary_text(reports, LIMIT_BYTES - MARGIN_BYTES - used)
     append_file(path, text, what=f"GITHUB_STEP_SUMMARY {path}")
 
 
-def summary_text(reports: list, redact: bool, budget: int) -> str:
+def summary_text(reports: list, budget: int) -> str:
     """As many whole reports as fit in `budget` bytes (UTF-8), then a note of the ones cut.
-    `redact` stays for callers: the reports were redacted as the logs were read (the one
-    policy, diagnose/redaction.py), so the Markdown is not scanned again, as `-f markdown` is not."""
+    The reports were redacted as the logs were read (the one policy, diagnose/redaction.py),
+    so the Markdown is not scanned again, as `-f markdown` is not."""
     from triage.render.markdown import render
     from triage.render.sanitise import clean_data
 

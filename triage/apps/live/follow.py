@@ -57,7 +57,6 @@ def follow_command(args, stdout: IO[str]) -> int:
                 "quiet" if args.quiet and out is None else fmt,
                 out,
                 stdout,
-                options.redact,
                 args.color,
                 args.width,
             )

@@ -165,7 +165,7 @@ def _report_run(
     if only_if is None or only_if(report):
         stderr.flush()
         fmt = "quiet" if args.quiet and args.output is None else args.format
-        emit(report, fmt, args.output, stderr, not args.no_redact, args.color, args.width)
+        emit(report, fmt, args.output, stderr, args.color, args.width)
         if args.output:
             stderr.write(f"vllm-triage: report written to {args.output}\n")
             if args.quiet:
