@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from triage.errors import UsageError
 
@@ -40,8 +41,9 @@ _TOOL_LINES = re.compile(
 KEYS = ("format", "rules", "ignore", "min-confidence")
 
 
-@dataclass
-class Config:
+class Config(Struct, kw_only=True):
+    """The settings read from one file (all empty: no file)."""
+
     path: Path | None = None
     formats: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
