@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from triage.errors import UsageError
+from triage.patterns import LazyPattern
 
 if TYPE_CHECKING:
     from pathlib import Path  # imported at run time only where a settings file exists (start-up)
@@ -34,7 +35,7 @@ NAMES = (".vllm-triage.toml", "pyproject.toml")
 # be written: its header (spaced, quoted), a bare `[tool]` table, a top-level `tool` key (dotted
 # or an inline table). A pyproject.toml with none of them (one that names vllm-triage as its own
 # name, a dependency or a script) is passed over without the TOML parser (~5 ms of a run).
-_TOOL_LINES = re.compile(
+_TOOL_LINES = LazyPattern(
     r"""^[ \t]*(?:\[[ \t]*["']?tool["']?[ \t]*(?:\]|\.[ \t]*["']?vllm-triage)|["']?tool["']?[ \t]*[.=])""",
     re.MULTILINE,
 )
