@@ -14,7 +14,12 @@ loader (lark itself is needed only here and by the tests). Its output is split i
 
 The runtime text is lark's but for the edits in `TRIMS`: each names the exact text it replaces,
 must match exactly once (else the generator stops: a new lark is looked at again), and says why.
-They only keep imports off a run's start (lark's logger is for its debug and error paths).
+They change *when* work is done, never what the parser does: some keep imports off a run's start
+(lark's logger is for its debug and error paths); the others defer lark's load-time work to first
+use: a parse-table state is turned from its stored form into its actions, and the contextual
+lexer's lexer for a state is built, when the parser first reaches that state (a short log visits
+few of the ~800), giving the same actions and the same lexers as lark's eager load; whatever reads
+a whole table (iteration, len, items) makes the rest first, so it reads as lark's dict.
 `untrim()` undoes them: tests/parse/test_generated_parsers.py checks that this gives lark's own
 text back, so nothing else differs.
 
@@ -82,6 +87,161 @@ class _LazyLogger:
 logger = _LazyLogger()
 '''
 
+_LAZY_MAPS = """\
+class _Lazy(dict):
+    \"\"\"A dict whose entries are made on first access (`_make`), in the order of `_keys()`.
+    Anything that reads the whole mapping (iteration, len, items...) makes the rest first,
+    so it reads as the dict lark builds at load.\"\"\"
+
+    def _keys(self):
+        raise NotImplementedError
+
+    def _make(self, key):
+        raise NotImplementedError
+
+    def __missing__(self, key):
+        value = self._make(key)
+        dict.__setitem__(self, key, value)
+        return value
+
+    def _full(self):
+        if getattr(self, "_all_made", False):
+            return self
+        self._all_made = True
+        made = {key: self[key] for key in self._keys()}
+        made.update(dict.items(self))
+        dict.clear(self)
+        dict.update(self, {key: made.pop(key) for key in self._keys()})
+        dict.update(self, made)
+        return self
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self._keys()
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def __iter__(self):
+        return dict.__iter__(self._full())
+
+    def __len__(self):
+        return dict.__len__(self._full())
+
+    def __eq__(self, other):
+        return dict.__eq__(self._full(), other)
+
+    def __repr__(self):
+        return dict.__repr__(self._full())
+
+    def keys(self):
+        return dict.keys(self._full())
+
+    def values(self):
+        return dict.values(self._full())
+
+    def items(self):
+        return dict.items(self._full())
+
+    def copy(self):
+        return dict(self.items())
+
+
+class _LazyStates(_Lazy):
+    \"\"\"A parse table's states, each turned from its stored form into its actions when the
+    parser first reaches it (lark turns all of them at load; a short text visits few).\"\"\"
+
+    def __init__(self, stored, tokens, memo):
+        super().__init__()
+        self._stored = stored
+        self._tokens = tokens
+        self._memo = memo
+
+    def _keys(self):
+        return self._stored.keys()
+
+    def _make(self, state):
+        tokens, memo = self._tokens, self._memo
+        return {tokens[token]: ((Reduce, Rule.deserialize(arg, memo)) if action==1 else (Shift, arg))
+                for token, (action, arg) in self._stored[state].items()}
+
+    def accepts(self):
+        \"\"\"Each state's token names, in its actions' order, read without turning a state.\"\"\"
+        tokens = self._tokens
+        return {state: [tokens[token] for token in actions] for state, actions in self._stored.items()}
+
+
+class _LazyLexers(_Lazy):
+    \"\"\"The contextual lexer's lexer for each parser state, built (as lark builds it: one per
+    set of accepted tokens) when the parser first reaches the state.\"\"\"
+
+    def __init__(self, make_lexer, states, conf, always_accept, comparator):
+        super().__init__()
+        self._make_lexer = make_lexer
+        self._states = states
+        self._conf = conf
+        self._always_accept = always_accept
+        self._comparator = comparator
+        self._by_tokens = {}
+
+    def _keys(self):
+        return self._states.keys()
+
+    def _make(self, state):
+        accepts = self._states[state]
+        key = frozenset(accepts)
+        try:
+            return self._by_tokens[key]
+        except KeyError:
+            conf = self._conf
+            accepts = set(accepts) | set(conf.ignore) | set(self._always_accept)
+            lexer_conf = copy(conf)
+            lexer_conf.terminals = [conf.terminals_by_name[n] for n in accepts if n in conf.terminals_by_name]
+            lexer = self._by_tokens[key] = self._make_lexer(lexer_conf, self._comparator)
+            return lexer
+
+
+"""
+
+_LEXERS_OLD = """\
+        lexer_by_tokens: Dict[FrozenSet[str], AbstractBasicLexer] = {}
+        self.lexers = {}
+        for state, accepts in states.items():
+            key = frozenset(accepts)
+            try:
+                lexer = lexer_by_tokens[key]
+            except KeyError:
+                accepts = set(accepts) | set(conf.ignore) | set(always_accept)
+                lexer_conf = copy(trad_conf)
+                lexer_conf.terminals = [terminals_by_name[n] for n in accepts if n in terminals_by_name]
+                lexer = self.BasicLexer(lexer_conf, comparator)
+                lexer_by_tokens[key] = lexer
+
+            self.lexers[state] = lexer
+"""
+_LEXERS_NEW = """\
+        self.lexers = _LazyLexers(self.BasicLexer, states, copy(trad_conf), always_accept, comparator)
+"""
+_STATES_OLD = """\
+        tokens = data['tokens']
+        states = {
+            state: {tokens[token]: ((Reduce, Rule.deserialize(arg, memo)) if action==1 else (Shift, arg))
+                    for token, (action, arg) in actions.items()}
+            for state, actions in data['states'].items()
+        }
+"""
+_STATES_NEW = """\
+        states = _LazyStates(data['states'], data['tokens'], memo)
+"""
+_ACCEPTS_OLD = """\
+    states: Dict[int, Collection[str]] = {idx:list(t.keys()) for idx, t in parse_table.states.items()}
+"""
+_ACCEPTS_NEW = """\
+    if isinstance(parse_table.states, _LazyStates):  # the token names without turning the states
+        states: Dict[int, Collection[str]] = parse_table.states.accepts()
+    else:
+        states = {idx:list(t.keys()) for idx, t in parse_table.states.items()}
+"""
+
 TRIMS: tuple[Trim, ...] = (
     Trim("import sys, re\nimport logging\n", "import sys, re\n", "logging is imported by _LazyLogger on first use"),
     Trim(
@@ -94,6 +254,27 @@ TRIMS: tuple[Trim, ...] = (
         "import pickle, zlib, base64\nShift = 0\n",
         "Shift = 0\n",
         "pickle, zlib and base64 are used only by compressed tables (`--compress`), which these modules do not use",
+    ),
+    Trim(
+        "class ContextualLexer(Lexer):\n",
+        _LAZY_MAPS + "class ContextualLexer(Lexer):\n",
+        "the lazy mappings below (defined once, before their first user)",
+    ),
+    Trim(
+        _LEXERS_OLD,
+        _LEXERS_NEW,
+        "a state's lexer is built when the parser first reaches the state, not all 247 at load (the"
+        " same lexers: one per set of accepted tokens, from a copy of the conf made at the same point)",
+    ),
+    Trim(
+        _STATES_OLD,
+        _STATES_NEW,
+        "a state's actions are turned from the stored table when the parser first reaches it, not all at load",
+    ),
+    Trim(
+        _ACCEPTS_OLD,
+        _ACCEPTS_NEW,
+        "the contextual lexer reads each state's token names from the stored table, which turns no state",
     ),
 )
 

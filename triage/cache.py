@@ -5,15 +5,21 @@ Start-up time is most of the run for a typical log, so work that depends only on
 version and the sizes and modification times of its sources, so an edited pack is never
 read stale. Pickles run code when loaded: the folder must be this user's own and writable
 by no one else, or nothing is read from it (or written to it).
+
+Names hold a checksum (zlib's CRC-32 and Adler-32: C, and imported with the interpreter, where
+hashlib's OpenSSL costs ~3 ms a run) of what they stand for, not a cryptographic hash: the
+inputs are this tool's own (its version, its packs' paths, sizes and mtimes, its scanner's
+words), in a folder no one else can write, so nothing forges a collision, and two honest keys
+sharing 64 bits of checksum is the residual risk (~2^-64 a pair). The other one, as before:
+a pack edited within the file system's mtime granularity to the same size keeps its old key.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import pickle
 import stat
 import sys
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from triage.version import __version__
@@ -56,30 +62,38 @@ def stamp(paths: list[str | Path], *extra: str) -> str | None:
         except OSError:
             return None
         parts.append(f"{os.path.abspath(path)}:{st.st_mtime_ns}:{st.st_size}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+    return _checksum("\n".join(parts).encode())
 
 
-def load(name: str, unpickler: type[pickle.Unpickler] = pickle.Unpickler) -> Any | None:
+def _checksum(data: bytes) -> str:
+    """64 bits of checksum of `data` as 16 hex digits (see the module's doc for why not a hash)."""
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def load(name: str) -> Any | None:
     base = cache_dir()
     if base is None:
         return None
     try:
         with open(os.path.join(base, name), "rb") as fh:
-            return unpickler(fh).load()  # noqa: S301 - our own file in our own folder (see cache_dir)
+            import pickle  # only where a cache file is there to read
+
+            return pickle.load(fh)  # noqa: S301 - our own file in our own folder (see cache_dir)
     except Exception:  # noqa: BLE001 - missing, stale or damaged: rebuild
         return None
 
 
-def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) -> None:
+def save(name: str, value: Any) -> None:
     base = cache_dir()
     if base is None:
         return
-    import tempfile  # only when a cache file is written
+    import pickle  # only when a cache file is written
+    import tempfile
 
     try:
         fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
         with os.fdopen(fd, "wb") as fh:
-            pickler(fh, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, os.path.join(base, name))
     except Exception:  # noqa: BLE001 - a cache that cannot be written only costs time
         try:
@@ -91,7 +105,7 @@ def save(name: str, value: Any, pickler: type[pickle.Pickler] = pickle.Pickler) 
 def content_name(kind: str, parts: list[bytes], suffix: str) -> str:
     """A cache file name for something built from these parts on this machine (a compiled
     scanner database is specific to the CPU and the library that built it)."""
-    digest = hashlib.sha256(b"\0".join([*parts, _machine().encode()])).hexdigest()[:20]
+    digest = _checksum(b"\0".join([*parts, _machine().encode()]))
     return f"{kind}-{__version__}-{digest}{suffix}"
 
 

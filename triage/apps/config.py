@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct, field
+
 from triage.errors import UsageError
+from triage.patterns import LazyPattern
 
 if TYPE_CHECKING:
     from pathlib import Path  # imported at run time only where a settings file exists (start-up)
@@ -33,15 +35,16 @@ NAMES = (".vllm-triage.toml", "pyproject.toml")
 # be written: its header (spaced, quoted), a bare `[tool]` table, a top-level `tool` key (dotted
 # or an inline table). A pyproject.toml with none of them (one that names vllm-triage as its own
 # name, a dependency or a script) is passed over without the TOML parser (~5 ms of a run).
-_TOOL_LINES = re.compile(
+_TOOL_LINES = LazyPattern(
     r"""^[ \t]*(?:\[[ \t]*["']?tool["']?[ \t]*(?:\]|\.[ \t]*["']?vllm-triage)|["']?tool["']?[ \t]*[.=])""",
     re.MULTILINE,
 )
 KEYS = ("format", "rules", "ignore", "min-confidence")
 
 
-@dataclass
-class Config:
+class Config(Struct, kw_only=True):
+    """The settings read from one file (all empty: no file)."""
+
     path: Path | None = None
     formats: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)

@@ -226,7 +226,7 @@ def _norm_level(level: str | None) -> str | None:
 # What only the start of a record looks like (the peeled prefixes aside): a traceback's
 # head or frame, the exception that ends it, a table rule or row, a date. A continuation
 # can start with anything, so these stay specific (a capital, then `Error:`; not `yError:`).
-_RECORD_START = re.compile(
+_RECORD_START = LazyPattern(
     rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
     r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
     r"|(?:Killed|Terminated|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$"

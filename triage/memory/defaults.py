@@ -13,16 +13,16 @@ disagree, there is no answer.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from itertools import pairwise
-from pathlib import Path
 
 from msgspec import Struct
 
 from triage.units import GiB
 
-TABLE = Path(__file__).with_name("vllm_defaults.txt")
+TABLE = os.path.join(os.path.dirname(__file__), "vllm_defaults.txt")  # os.path: pathlib is ~3 ms a run
 # The GPU kinds of the table that a device name tells apart (vLLM tests the name for these).
 NAMED = {"a100-80gb": "a100", "h100-80gb": "h100", "h200": "h200", "gb10": "gb10", "b200": "b200"}
 # Without a telling name, the total memory decides (vLLM's thresholds: 70 GiB, 160 GiB).
@@ -73,7 +73,9 @@ def _key(version: str) -> tuple[int, int, int] | None:
 def table() -> dict[tuple[str, str], list[tuple[str, int, str]]]:
     """(setting, device) -> [(release, value, source)] in release order."""
     out: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
-    for line in TABLE.read_text(encoding="utf-8").splitlines():
+    with open(TABLE, encoding="utf-8") as fh:
+        text = fh.read()
+    for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         release, setting, device, value, source = line.split()

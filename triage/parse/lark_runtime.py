@@ -1784,6 +1784,118 @@ class BasicLexer(AbstractBasicLexer):
         raise EOFError(self)
 
 
+class _Lazy(dict):
+    """A dict whose entries are made on first access (`_make`), in the order of `_keys()`.
+    Anything that reads the whole mapping (iteration, len, items...) makes the rest first,
+    so it reads as the dict lark builds at load."""
+
+    def _keys(self):
+        raise NotImplementedError
+
+    def _make(self, key):
+        raise NotImplementedError
+
+    def __missing__(self, key):
+        value = self._make(key)
+        dict.__setitem__(self, key, value)
+        return value
+
+    def _full(self):
+        if getattr(self, "_all_made", False):
+            return self
+        self._all_made = True
+        made = {key: self[key] for key in self._keys()}
+        made.update(dict.items(self))
+        dict.clear(self)
+        dict.update(self, {key: made.pop(key) for key in self._keys()})
+        dict.update(self, made)
+        return self
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self._keys()
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def __iter__(self):
+        return dict.__iter__(self._full())
+
+    def __len__(self):
+        return dict.__len__(self._full())
+
+    def __eq__(self, other):
+        return dict.__eq__(self._full(), other)
+
+    def __repr__(self):
+        return dict.__repr__(self._full())
+
+    def keys(self):
+        return dict.keys(self._full())
+
+    def values(self):
+        return dict.values(self._full())
+
+    def items(self):
+        return dict.items(self._full())
+
+    def copy(self):
+        return dict(self.items())
+
+
+class _LazyStates(_Lazy):
+    """A parse table's states, each turned from its stored form into its actions when the
+    parser first reaches it (lark turns all of them at load; a short text visits few)."""
+
+    def __init__(self, stored, tokens, memo):
+        super().__init__()
+        self._stored = stored
+        self._tokens = tokens
+        self._memo = memo
+
+    def _keys(self):
+        return self._stored.keys()
+
+    def _make(self, state):
+        tokens, memo = self._tokens, self._memo
+        return {tokens[token]: ((Reduce, Rule.deserialize(arg, memo)) if action==1 else (Shift, arg))
+                for token, (action, arg) in self._stored[state].items()}
+
+    def accepts(self):
+        """Each state's token names, in its actions' order, read without turning a state."""
+        tokens = self._tokens
+        return {state: [tokens[token] for token in actions] for state, actions in self._stored.items()}
+
+
+class _LazyLexers(_Lazy):
+    """The contextual lexer's lexer for each parser state, built (as lark builds it: one per
+    set of accepted tokens) when the parser first reaches the state."""
+
+    def __init__(self, make_lexer, states, conf, always_accept, comparator):
+        super().__init__()
+        self._make_lexer = make_lexer
+        self._states = states
+        self._conf = conf
+        self._always_accept = always_accept
+        self._comparator = comparator
+        self._by_tokens = {}
+
+    def _keys(self):
+        return self._states.keys()
+
+    def _make(self, state):
+        accepts = self._states[state]
+        key = frozenset(accepts)
+        try:
+            return self._by_tokens[key]
+        except KeyError:
+            conf = self._conf
+            accepts = set(accepts) | set(conf.ignore) | set(self._always_accept)
+            lexer_conf = copy(conf)
+            lexer_conf.terminals = [conf.terminals_by_name[n] for n in accepts if n in conf.terminals_by_name]
+            lexer = self._by_tokens[key] = self._make_lexer(lexer_conf, self._comparator)
+            return lexer
+
+
 class ContextualLexer(Lexer):
     lexers: Dict[int, AbstractBasicLexer]
     root_lexer: AbstractBasicLexer
@@ -1801,20 +1913,7 @@ class ContextualLexer(Lexer):
             comparator = interegular.Comparator.from_regexes({t: t.pattern.to_regexp() for t in terminals})
         else:
             comparator = None
-        lexer_by_tokens: Dict[FrozenSet[str], AbstractBasicLexer] = {}
-        self.lexers = {}
-        for state, accepts in states.items():
-            key = frozenset(accepts)
-            try:
-                lexer = lexer_by_tokens[key]
-            except KeyError:
-                accepts = set(accepts) | set(conf.ignore) | set(always_accept)
-                lexer_conf = copy(trad_conf)
-                lexer_conf.terminals = [terminals_by_name[n] for n in accepts if n in terminals_by_name]
-                lexer = self.BasicLexer(lexer_conf, comparator)
-                lexer_by_tokens[key] = lexer
-
-            self.lexers[state] = lexer
+        self.lexers = _LazyLexers(self.BasicLexer, states, copy(trad_conf), always_accept, comparator)
 
         assert trad_conf.terminals is terminals
         trad_conf.skip_validation = True  ##
@@ -2301,12 +2400,7 @@ class ParseTableBase(Generic[StateT]):
 
     @classmethod
     def deserialize(cls, data, memo):
-        tokens = data['tokens']
-        states = {
-            state: {tokens[token]: ((Reduce, Rule.deserialize(arg, memo)) if action==1 else (Shift, arg))
-                    for token, (action, arg) in actions.items()}
-            for state, actions in data['states'].items()
-        }
+        states = _LazyStates(data['states'], data['tokens'], memo)
         return cls(states, data['start_states'], data['end_states'])
 
 class ParseTable(ParseTableBase['State']):
@@ -2835,7 +2929,10 @@ def create_basic_lexer(lexer_conf, parser, postlex, options) -> BasicLexer:
 def create_contextual_lexer(lexer_conf: LexerConf, parser, postlex, options) -> ContextualLexer:
     cls = (options and options._plugins.get('ContextualLexer')) or ContextualLexer
     parse_table: ParseTableBase[int] = parser._parse_table
-    states: Dict[int, Collection[str]] = {idx:list(t.keys()) for idx, t in parse_table.states.items()}
+    if isinstance(parse_table.states, _LazyStates):  # the token names without turning the states
+        states: Dict[int, Collection[str]] = parse_table.states.accepts()
+    else:
+        states = {idx:list(t.keys()) for idx, t in parse_table.states.items()}
     always_accept: Collection[str] = postlex.always_accept if postlex else ()
     return cls(lexer_conf, states, always_accept=always_accept)
 

@@ -31,11 +31,13 @@ from typing import Any
 from msgspec import Struct
 from msgspec.structs import replace
 
+from triage.patterns import LazyPattern
+
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 _CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + BIDI
-_UNSAFE = re.compile(f"[{_CONTROL}]")
-_UNSAFE_IN_NAME = re.compile(f"[\t\n{_CONTROL}]")
-_CI = re.compile(
+_UNSAFE = LazyPattern(f"[{_CONTROL}]")
+_UNSAFE_IN_NAME = LazyPattern(f"[\t\n{_CONTROL}]")
+_CI = LazyPattern(
     # ::name where a line may start (after spaces, punctuation); not c10::Error::Error of C++
     r"(?<![\w:])::(?=[A-Za-z_])"
     r"|(?i:##(?=\[|vso\[))"  # GitHub's older ##[command], Azure's ##vso[

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from triage.model import events as ev
+from triage.patterns import LazyPattern
 from triage.timeline.signals import Signal
 
 # Exception classes that mean "the network is not there" whatever raised them.
@@ -65,7 +66,7 @@ _PLEASE_INSTALL = re.compile(
     r"(?:[Pp]lease install|pip install|is not installed|are not installed|requires? the|not found\. Please)"
 )
 _PIP_LINE = re.compile(r"`?(?P<cmd>(?:uv )?pip3? install [^`\"'\n]+?)(?:`|\"|'|\.(?:\s|$)|$| to | for )")
-_INSTALL_NAME = re.compile(
+_INSTALL_NAME = LazyPattern(
     r"[Pp]lease install (?:the )?`?(?P<name>[A-Za-z][\w.\-\[\]]*(?:[<>=!~]=?[\w.]+)?)`?"
     r"|`?(?P<name2>[A-Za-z][\w.\-]*)`? (?:is|are) not installed"
 )

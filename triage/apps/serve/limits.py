@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 FORMATS = ("json", "markdown", "slack")
 MEDIA = {"json": "application/json", "markdown": "text/markdown; charset=utf-8", "slack": "application/json"}
@@ -19,8 +19,7 @@ FD_PER_WORKER = 8
 HEALTH_RESERVE = 16  # connections past the cap that may only ask for /healthz (the deployment's probe)
 
 
-@dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(Struct, frozen=True):
     max_bytes: int = 20 << 20
     max_concurrency: int = 4
     timeout: float = 30.0
