@@ -182,6 +182,7 @@ def errors_rows(shared: Path) -> list[Row]:
             continue
         layer = _layer(section)
         wrap_cuda = "CUDA text" in header  # §2.2: torch prints the runtime's text after `CUDA error: ` (§2.1)
+        nccl_warn = header[0].startswith("WARN text")  # §3.4: NCCL prints them in its WARN line format (§3.3)
         previous: frozenset[str] = WRAPPER
         for cells in body:
             if len(cells) != len(header):
@@ -195,6 +196,8 @@ def errors_rows(shared: Path) -> list[Row]:
             line = _fill_angles(key)
             if wrap_cuda:
                 line = "RuntimeError: CUDA error: " + line
+            if nccl_warn and "NCCL WARN" not in line:
+                line = f"node-1:1234:1290 [0] transport/net.cc:812 NCCL WARN {line}"
             rows.append(
                 Row("errors.md", layer if section != "Quick table" else _quick_layer(cells[1]), line, want, key)
             )

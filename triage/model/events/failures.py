@@ -200,6 +200,16 @@ class NcclError(Event):
 
 
 @event
+class NcclWarn(Event):
+    """NCCL's own WARN line: printed only with NCCL_DEBUG set, and only when NCCL fails (transport,
+    bootstrap, network, P2P); a paste of NCCL's output may hold nothing else."""
+
+    kind = "nccl_warn"
+    role = Role.CAUSE
+    problem: str
+
+
+@event
 class SharedMemoryProblem(Event):
     """/dev/shm too small: NCCL segment errors, no space left, a bus error."""
 
