@@ -190,7 +190,8 @@ class FailureEvents(Transformer):
     def nccl_warn(self, tail=None):
         """A WARN whose text belongs to another family is left to it (errors.md §3.4): a relayed CUDA
         failure or a CUDA allocation (the CUDA text decides), a shared-memory segment (the shm event
-        reads it), two ranks on one device (the device assignment, not the transport)."""
+        reads it, and its text cut by a wrap must stay a cut message for the unwrap to rejoin), two
+        ranks on one device (the device assignment, not the transport)."""
         text = str(tail or "").strip()
         if not text or _NOT_NCCL_WARN.search(text):
             return None
@@ -299,7 +300,7 @@ _NCCL_CODES = {
     "ncclInvalidArgument": "invalid argument",
 }
 _NOT_NCCL_WARN = re.compile(
-    r"Cuda failure|CUDA calloc|out of memory|shared memory segment|/dev/shm|posix_fallocate|Could not map"
+    r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
     r"|Call to open failed|Duplicate GPU detected"
 )
 _SHM_PROBLEMS = {
