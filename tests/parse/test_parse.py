@@ -324,7 +324,7 @@ def test_errors_are_located_as_with_lark_own_root_lexer():
 
     stock = Lark.open_from_package("triage.parse", "vllm_log.lark", parser="lalr", start=list(grammar.START_RULES))
     cases = [
-        ("oom", "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; §"),
+        ("oom", "CUDA out of memory. Tried to allocate 2.00 GiB (GPU zero; 23.65 GiB total capacity)"),
         ("budget", "total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = zz"),
         ("kv_memory", "Available KV cache memory: lots"),
         ("blocks", "# GPU blocks: 12, # CPU blocks: x"),

@@ -187,6 +187,16 @@ class FailureEvents(Transformer):
     def nccl(self, head, tail=None):
         return {"kind": "nccl_error", "problem": _nccl_problem(str(tail or ""))}
 
+    def nccl_warn(self, tail=None):
+        """A WARN whose text belongs to another family is left to it (errors.md §3.4): a relayed CUDA
+        failure or a CUDA allocation (the CUDA text decides), a shared-memory segment (the shm event
+        reads it, and its text cut by a wrap must stay a cut message for the unwrap to rejoin), two
+        ranks on one device (the device assignment, not the transport)."""
+        text = str(tail or "").strip()
+        if not text or _NOT_NCCL_WARN.search(text):
+            return None
+        return {"kind": "nccl_warn", "problem": text[:160]}
+
     def nccl_code(self, code, tail=None):
         return {"kind": "nccl_error", "problem": _NCCL_CODES.get(str(code), str(code))}
 
@@ -289,7 +299,12 @@ _NCCL_CODES = {
     "ncclInvalidUsage": "invalid usage",
     "ncclInvalidArgument": "invalid argument",
 }
+_NOT_NCCL_WARN = re.compile(
+    r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
+    r"|Call to open failed|Duplicate GPU detected"
+)
 _SHM_PROBLEMS = {
+    "Call to posix_fallocate failed": "cannot allocate an NCCL shared-memory segment",
     "Error while creating shared memory segment": "cannot create an NCCL shared-memory segment",
     "failed to extend /dev/shm": "cannot extend an NCCL shared-memory segment",
     "No space left on device": "no space left on /dev/shm",

@@ -63,6 +63,12 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
         ("InvalidKernelImage", "InvalidImage", "INVALID_IMAGE", "InvalidKernelFile"),
     ),
     ("invalid_ptx", "build_mismatch", ("a PTX JIT compilation failed",), ("InvalidPtx", "INVALID_PTX")),
+    (  # 221: the driver install lacks its PTX JIT library (errors.md 2.2)
+        "jit_compiler_not_found",
+        "build_mismatch",
+        ("PTX JIT compiler library not found",),
+        ("JitCompilerNotFound", "JIT_COMPILER_NOT_FOUND"),
+    ),
     (
         "unsupported_ptx",
         "build_mismatch",

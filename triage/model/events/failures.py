@@ -200,6 +200,16 @@ class NcclError(Event, frozen=True, kw_only=True):
 
 
 @event
+class NcclWarn(Event, frozen=True, kw_only=True):
+    """NCCL's own WARN line: printed only with NCCL_DEBUG set, and only when NCCL fails (transport,
+    bootstrap, network, P2P); a paste of NCCL's output may hold nothing else."""
+
+    kind = "nccl_warn"
+    role = Role.CAUSE
+    problem: str
+
+
+@event
 class SharedMemoryProblem(Event, frozen=True, kw_only=True):
     """/dev/shm too small: NCCL segment errors, no space left, a bus error."""
 
