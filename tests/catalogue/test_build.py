@@ -303,3 +303,17 @@ def test_fields_are_named_after_plain_names_and_bounded():
     pat = pattern(["User-specified max_model_len (", ["self.max_model_len"], ") is greater than ", ["f(x)"], "."])
     assert "(?P<max_model_len>.{0,200}?)" in pat and "(?P<value>.{0,200}?)" in pat
     assert re.search(pat, "User-specified max_model_len (40960) is   greater than 32768.")
+
+
+def test_audit_lists_a_releases_unmapped_startup_messages_and_only_those():
+    import audit
+
+    found = audit.unmapped(SHIPPED, "0.33.0")
+    mine = [e for group in found.values() for e in group]
+    assert mine and all(e["cause"] == "unknown_failure" and e["how"] not in build.NOT_STARTUP for e in mine)
+    assert all(e["package"] == "vllm" for e in mine)  # a layer's releases are not vLLM's
+    texts = {e["template"] for e in mine}
+    assert "Socket closed while receiving message" in texts  # the weight cache's transport: no cause
+    assert not any("Model Runner V2 requires Triton" in t for t in texts)  # mapped: dependency_missing
+    assert not audit.unmapped(SHIPPED, "9.9.9")
+    assert "unmapped" in audit.report(found, 1, summary=True)
