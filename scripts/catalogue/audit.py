@@ -8,6 +8,7 @@ and move the ones that do not mean their cause (``causes.py``: ``NOT_A_CAUSE`` /
     python scripts/catalogue/audit.py                   # every group, 4 samples each
     python scripts/catalogue/audit.py --samples 10 --cause nccl_failure
     python scripts/catalogue/audit.py --how place --summary
+    python scripts/catalogue/audit.py --unmapped 0.33.0       # user-facing startup, no cause
 
 Pure: reads the shipped catalogue (``rules/catalogue/vllm_errors.json``) and ``causes.py``.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from build import NOT_STARTUP  # noqa: E402
 from causes import PLACES  # noqa: E402
 
 CATALOGUE = HERE.parent.parent / "rules" / "catalogue" / "vllm_errors.json"
@@ -47,6 +49,19 @@ def groups(entries: list[dict], how: str, cause: str | None) -> dict[tuple[str, 
     return out
 
 
+def unmapped(doc: dict, release: str) -> dict[tuple[str, str, str], list[dict]]:
+    """(file, 'unmapped', class) -> the entries live in `release` of its package that are
+    user-facing startup messages (not benign, request-time or internal) and name no cause."""
+    out: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for e in doc["entries"]:
+        order = {v: i for i, v in enumerate(doc["releases"].get(e["package"], []))}
+        if release not in order or not order[e["first"]] <= order[release] <= order[e["last"]]:
+            continue
+        if e["cause"] == "unknown_failure" and e["how"] not in NOT_STARTUP:
+            out[(e["file"], "unmapped", e["exception"])].append(e)
+    return out
+
+
 def report(found: dict[tuple[str, str, str], list[dict]], samples: int, summary: bool) -> str:
     lines = [f"{sum(map(len, found.values()))} matchers in {len(found)} groups (place, cause, class)"]
     for (place, cause, cls), mine in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -64,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--how", default="place", help="how the cause was decided (place, wording, class, override, none)")
     ap.add_argument("--cause", help="only this cause")
     ap.add_argument("--samples", type=int, default=4, help="sample templates a group")
+    ap.add_argument("--unmapped", metavar="RELEASE", help="the release's user-facing startup messages with no cause")
     ap.add_argument("--summary", action="store_true", help="group sizes only")
     args = ap.parse_args(argv)
-    entries = json.loads(CATALOGUE.read_text(encoding="utf-8"))["entries"]
-    print(report(groups(entries, args.how, args.cause), args.samples, args.summary))
+    doc = json.loads(CATALOGUE.read_text(encoding="utf-8"))
+    found = unmapped(doc, args.unmapped) if args.unmapped else groups(doc["entries"], args.how, args.cause)
+    print(report(found, args.samples, args.summary))
     return 0
 
 

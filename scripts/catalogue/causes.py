@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+WEIGHT_CACHE = ("does not support EPLB", "Invalid weight cache mode", "requires a token", "pre-processed weights")
+WEIGHT_CACHE += ("WeightCacheKey mismatch on fields", "check the socket path / GPU mapping")
 # (file regex, template fragment) -> cause.  The fragment is part of the source's template
 # text (as `render` writes it, fields as {expr}); never a log's wording.
 OVERRIDES: list[tuple[str, str, str]] = [
@@ -57,6 +59,13 @@ OVERRIDES: list[tuple[str, str, str]] = [
     (r"vllm/.*", "is not supported in-tree anymore", "unsupported_architecture"),
     (r"torch/cuda/__init__\.py", "Torch not compiled with CUDA enabled", "package_version_mismatch"),
     (r"torch/cuda/__init__\.py", "Found no NVIDIA driver", "gpu_not_visible"),
+    # the IPC weight cache (0.33) refuses a setting or a combination: EPLB, its mode, a missing
+    # token, a quantization it cannot share, a daemon started for another model or GPU
+    *((r"vllm/model_executor/model_loader/(utils\.py|weight_cache/.*)", f, "invalid_arguments") for f in WEIGHT_CACHE),
+    (r"vllm/v1/worker/gpu_worker\.py", "Model Runner V2 requires Triton", "dependency_missing"),
+    (r"vllm/v1/engine/core_client\.py", "asyncio without multiprocessing", "invalid_arguments"),  # an env setting
+    (r"vllm/v1/engine/utils\.py", "found internal DPLB, which is incompatible", "invalid_arguments"),  # DP LB mode
+    (r"vllm/v1/worker/mm_encoder_model_runner\.py", "An encoder-only instance", "invalid_arguments"),
 ]
 
 # A message that says the program carries on: logged, caught, or normal on some machines.
@@ -78,6 +87,7 @@ CLASS_RULES: dict[str, str] = {
     "HeaderTooLarge": "model_files_corrupt",
     "OutOfMemoryError": "gpu_out_of_memory",
     "ModuleNotFoundError": "dependency_missing",
+    "ArgumentTypeError": "invalid_arguments",  # argparse's type check of a flag's value
     "CorruptedCacheException": "model_files_corrupt",
     # no chat template for a chat model: --chat-template (raised when a chat is first rendered)
     "ChatTemplateResolutionError": "invalid_arguments",  # the hub cache: a blob or snapshot missing
@@ -98,6 +108,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         ),
     ),
     ("dependency_missing", r"ImportError", re.compile(r".")),
+    # errors.md 6.1: a lazy module (torch's, transformers') lacks a name its caller expects: another release
+    ("package_version_mismatch", r"AttributeError", re.compile(r"^module \{[^}]+\} has no attribute \{")),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     # taxonomy: "CUDA out of memory occurred when warming up sampler" is warmup_oom
     ("warmup_oom", None, re.compile(r"out of memory occurred when warming up", _I)),
@@ -208,7 +220,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"tensor[_ ]parallel|pipeline[_ ]parallel|data[_ ]parallel|expert[_ ]parallel|context[_ ]parallel|"
             r"\btp[_ ]size|\bpp[_ ]size|\bdp[_ ]size|world[_ ]size|placement group|number of (gpus|devices)|"
             r"(gpus|devices) (are )?available|not enough (gpus|devices)|invalid device ordinal|ray cluster|head node|"
-            r"device ordinal .{0,80}out of range|"
+            r"device ordinal .{0,80}out of range|out of (range|bounds) for .{0,60}(physical_gpu_ids|devices\b)|"
             # a weight's per-rank shard vs a quantization block: only the TP size changes the dividend
             r"not divisible by weight quantization block|_per_partition .{0,80}not divisible|"
             r"per-rank intermediate sizes? must align|"

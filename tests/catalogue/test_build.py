@@ -193,6 +193,53 @@ def test_no_internal_request_time_or_benign_message_names_a_cause():
             "max_model_len must be a positive integer, got {type(v)}: {v}",
             "invalid_arguments",
         ),
+        # errors.md 6.1: a lazy module without a name its caller expects is another release of it
+        (
+            "transformers/utils/import_utils.py",
+            "__getattr__",
+            "AttributeError",
+            "module {self.__name__} has no attribute {name}",
+            "package_version_mismatch",
+        ),
+        # ... but an object's missing attribute is the code's own state
+        ("vllm/foo.py", "f", "AttributeError", "{type(x)} object has no attribute {name}", "unknown_failure"),
+        # the weight cache refuses a setting or a combination; its transport errors name no cause
+        (
+            "vllm/model_executor/model_loader/weight_cache/ipc_loader.py",
+            "_check_gpu_uuid",
+            "CacheConfigMismatchError",
+            "Daemon GPU {a} != engine GPU {b}; check the socket path / GPU mapping",
+            "invalid_arguments",
+        ),
+        (
+            "vllm/model_executor/model_loader/weight_cache/protocol.py",
+            "_recv_exact",
+            "ConnectionError",
+            "Socket closed while receiving message",
+            "unknown_failure",
+        ),
+        # more ranks than the devices assigned: the parallel sizes do not fit the GPUs
+        (
+            "vllm/platforms/interface.py",
+            "device_id_to_physical_device_id",
+            "IndexError",
+            "device_id {d} is out of range for assigned_physical_gpu_ids {ids} ({n} devices assigned)",
+            "parallelism_mismatch",
+        ),
+        (
+            "vllm/platforms/xpu.py",
+            "get_mem_info_wrapper",
+            "RuntimeError",
+            "Invalid device index: '{d}'",
+            "unknown_failure",
+        ),
+        (
+            "vllm/model_executor/model_loader/tensorizer.py",
+            "f",
+            "ArgumentTypeError",
+            "Not a dict: {v}",
+            "invalid_arguments",
+        ),
     ],
 )
 def test_reviewed_mappings(file, function, cls, text, cause):
@@ -256,3 +303,17 @@ def test_fields_are_named_after_plain_names_and_bounded():
     pat = pattern(["User-specified max_model_len (", ["self.max_model_len"], ") is greater than ", ["f(x)"], "."])
     assert "(?P<max_model_len>.{0,200}?)" in pat and "(?P<value>.{0,200}?)" in pat
     assert re.search(pat, "User-specified max_model_len (40960) is   greater than 32768.")
+
+
+def test_audit_lists_a_releases_unmapped_startup_messages_and_only_those():
+    import audit
+
+    found = audit.unmapped(SHIPPED, "0.33.0")
+    mine = [e for group in found.values() for e in group]
+    assert mine and all(e["cause"] == "unknown_failure" and e["how"] not in build.NOT_STARTUP for e in mine)
+    assert all(e["package"] == "vllm" for e in mine)  # a layer's releases are not vLLM's
+    texts = {e["template"] for e in mine}
+    assert "Socket closed while receiving message" in texts  # the weight cache's transport: no cause
+    assert not any("Model Runner V2 requires Triton" in t for t in texts)  # mapped: dependency_missing
+    assert not audit.unmapped(SHIPPED, "9.9.9")
+    assert "unmapped" in audit.report(found, 1, summary=True)

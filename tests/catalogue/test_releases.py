@@ -35,15 +35,6 @@ STANDING = {
         "unknown_failure",
         "`--seed-token <word>` is redacted as a secret before matching (secrets never reach output)",
     ),
-    ("torch/utils/cpp_extension.py", "__getattr__"): (
-        "package_version_mismatch",
-        "errors.md 6.1: `module X has no attribute Y` is an installed package without a name its user expects "
-        "(another release); the catalogue maps the lazy-module __getattr__ to no cause",
-    ),
-    ("transformers/utils/import_utils.py", "__getattr__"): (
-        "package_version_mismatch",
-        "the same: transformers' lazy module lacks a class a newer transformers has (errors.md 6.1)",
-    ),
     ("vllm/v1/worker/gpu_model_runner.py", "_dummy_pooler_run_task"): (
         "unknown_failure",
         "the rendered task value is unquoted; vLLM prints it quoted, as the warm-up rule reads it",
