@@ -68,6 +68,21 @@ class FailureEvents(Transformer):
         port = re.search(r":(\d{2,5})\b", str(tail or ""))
         return {"kind": "address_in_use", "port": whole(port.group(1)) if port else None, "host": "zmq"}
 
+    def bind_c10d(self, head, tail=None):
+        # errors.md §3.6: the tail names the errno (98 / EADDRINUSE); another errno (13, a wrong
+        # address) is not a taken port. Cut before the tail, the port is the usual reason.
+        text = str(tail or "")
+        if re.search(r"errno: \d|code: -\d|EADDR|EACCES", text) and not re.search(
+            r"errno: 98\b|code: -98\b|EADDRINUSE|in use", text, re.I
+        ):
+            raise ValueError("the rendezvous server failed for another reason")
+        port = re.search(r"port: (\d+)|:(\d{2,5}) \(errno", text)
+        return {
+            "kind": "address_in_use",
+            "port": whole(port.group(1) or port.group(2)) if port else None,
+            "host": "c10d",
+        }
+
     def arch_unknown_model_type(self, model_type, tail=None):
         return {"kind": "architecture_unsupported", "architectures": (str(model_type).strip("`"),)}
 
