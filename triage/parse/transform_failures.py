@@ -265,6 +265,9 @@ class FailureEvents(Transformer):
     def killed(self, _tok):
         return {"kind": "killed"}
 
+    def shell_job(self, head, tail=None):
+        return {"kind": "killed", "signal": "SIGBUS" if str(head).endswith("Bus error") else "SIGKILL"}
+
     def crash(self, head, tail=None):
         text = str(head)
         signal = next((sig for word, sig in _CRASH_SIGNALS if word in text), "SIGABRT")
