@@ -83,6 +83,10 @@ class FailureEvents(Transformer):
             "host": "c10d",
         }
 
+    def remote_code(self, head, tail=None):
+        repo = re.search(r"https://(?:hf\.co|huggingface\.co)/([\w.\-]+/[\w.\-]+?)\.?(?:\s|$)", str(tail or ""))
+        return {"kind": "remote_code_required", "repo": repo.group(1) if repo else None}
+
     def arch_unknown_model_type(self, model_type, tail=None):
         return {"kind": "architecture_unsupported", "architectures": (str(model_type).strip("`"),)}
 
