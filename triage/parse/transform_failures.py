@@ -70,12 +70,12 @@ class FailureEvents(Transformer):
 
     def bind_c10d(self, head, tail=None):
         # errors.md §3.6: the tail names the errno (98 / EADDRINUSE); another errno (13, a wrong
-        # address) is not a taken port. Cut before the tail, the port is the usual reason.
-        text = str(tail or "")
-        if re.search(r"errno: \d|code: -\d|EADDR|EACCES", text) and not re.search(
-            r"errno: 98\b|code: -98\b|EADDRINUSE|in use", text, re.I
-        ):
-            raise ValueError("the rendezvous server failed for another reason")
+        # address) is not a taken port, and figures cut before their errno do not say. A paste
+        # of the sentence alone is read as the usual reason, a taken port.
+        text = str(tail or "").strip(" .")
+        in_use = re.search(r"errno: 98\b|code: -98\b|EADDRINUSE|in use", text, re.I)
+        if text and not in_use:
+            raise ValueError("the rendezvous server failed for another reason, or the paste cut its errno")
         port = re.search(r"port: (\d+)|:(\d{2,5}) \(errno", text)
         return {
             "kind": "address_in_use",
