@@ -68,6 +68,25 @@ class FailureEvents(Transformer):
         port = re.search(r":(\d{2,5})\b", str(tail or ""))
         return {"kind": "address_in_use", "port": whole(port.group(1)) if port else None, "host": "zmq"}
 
+    def bind_c10d(self, head, tail=None):
+        # errors.md §3.6: the tail names the errno (98 / EADDRINUSE); another errno (13, a wrong
+        # address) is not a taken port, and figures cut before their errno do not say. A paste
+        # of the sentence alone is read as the usual reason, a taken port.
+        text = str(tail or "").strip(" .")
+        in_use = re.search(r"errno: 98\b|code: -98\b|EADDRINUSE|in use", text, re.I)
+        if text and not in_use:
+            raise ValueError("the rendezvous server failed for another reason, or the paste cut its errno")
+        port = re.search(r"port: (\d+)|:(\d{2,5}) \(errno", text)
+        return {
+            "kind": "address_in_use",
+            "port": whole(port.group(1) or port.group(2)) if port else None,
+            "host": "c10d",
+        }
+
+    def remote_code(self, head, tail=None):
+        repo = re.search(r"https://(?:hf\.co|huggingface\.co)/([\w.\-]+/[\w.\-]+?)\.?(?:\s|$)", str(tail or ""))
+        return {"kind": "remote_code_required", "repo": repo.group(1) if repo else None}
+
     def arch_unknown_model_type(self, model_type, tail=None):
         return {"kind": "architecture_unsupported", "architectures": (str(model_type).strip("`"),)}
 
@@ -249,6 +268,9 @@ class FailureEvents(Transformer):
 
     def killed(self, _tok):
         return {"kind": "killed"}
+
+    def shell_job(self, head, tail=None):
+        return {"kind": "killed", "signal": "SIGBUS" if str(head).endswith("Bus error") else "SIGKILL"}
 
     def crash(self, head, tail=None):
         text = str(head)

@@ -75,6 +75,16 @@ class HubUnreachable(Event, frozen=True, kw_only=True):
 
 
 @event
+class RemoteCodeRequired(Event, frozen=True, kw_only=True):
+    """The model's repo ships its own modelling code, which transformers runs only with
+    trust_remote_code: the architecture is not in transformers (or vLLM) itself."""
+
+    kind = "remote_code_required"
+    role = Role.CAUSE
+    repo: str | None = None
+
+
+@event
 class ModelFilesCorrupt(Event, frozen=True, kw_only=True):
     """Model files present but unreadable: a truncated safetensors, a Git LFS pointer, a bad pickle."""
 
