@@ -15,19 +15,10 @@ from pathlib import Path
 
 import yaml
 
-# The memory causes ("memory causes" in errors.md: any cause whose remedy comes from the memory figures).
-MEMORY = frozenset(
-    {
-        "gpu_out_of_memory",
-        "weights_exceed_memory",
-        "kv_cache_insufficient",
-        "cuda_graph_capture_oom",
-        "warmup_oom",
-        "memory_fragmentation",
-        "foreign_gpu_processes",
-        "gpu_memory_utilization_too_high",
-    }
-)
+from triage.diagnose.excerpt import MEMORY_CAUSES
+
+# The memory causes ("memory causes" in errors.md): the causes whose remedies come from the memory figures.
+MEMORY = MEMORY_CAUSES
 # errors.md §8: proposals that taxonomy v2 adopted under another id.
 ADOPTED_AS = {"distributed_port_conflict": "port_in_use", "gpu_hardware_fault": "gpu_runtime_fault"}
 SILENT = "-"  # the expectation "no diagnosis at all"
