@@ -483,3 +483,15 @@ def test_v0_turns_chunked_prefill_on_above_32k_by_release():
     base = ["--model", LLAMA, "--gpu-memory", "44GiB", "-tp", "2", "--max-model-len", "65536"]
     batch = {v: plan_json(*base, "--vllm-version", v)[1]["flags"]["max_num_batched_tokens"] for v in ("0.6.4", "0.7.3")}
     assert batch == {"0.6.4": 512, "0.7.3": 2048}
+
+
+def test_vllm_engine_v0_plans_a_v1_release_with_v0s_arithmetic():
+    """0.8-0.9 fell back to V0 below compute capability 8.0 (and with VLLM_USE_V1=0): --vllm-engine v0."""
+    base = ["--model", LLAMA, "--gpu-memory", "14.74GiB", "--max-model-len", "2048", "--vllm-version", "0.8.2"]
+    _, v1 = plan_json(*base)
+    _, v0 = plan_json(*base, "--vllm-engine", "v0")
+    assert "V1 engine" in v1["assumptions"][-1] and v0["assumptions"][-1] == "vLLM 0.8.2 (V0 engine) arithmetic"
+    assert v0["activation_bytes"]["assumption"].startswith("estimated (V0)")
+    assert not v1["activation_bytes"]["assumption"].startswith("estimated (V0)")
+    code, _out, err = run(*base, "--vllm-engine", "v2")
+    assert code == 2 and err.count("\n") == 1

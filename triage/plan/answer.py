@@ -109,7 +109,7 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
         notes.append(f"--kv-cache-memory {flags.kv_cache_memory}: the KV pool is pinned (vLLM 0.11 and later)")
     inp = MemoryInputs(
         engine="v0" if launch.v0 else "v1",
-        vllm_version=launch.version if launch.v0 and launch.version else "0.10.1",
+        vllm_version=(launch.version or "0.7.3") if launch.v0 else "0.10.1",
         total=total,
         free=free,
         util=Quantity.exact(launch.util, util_source),

@@ -129,8 +129,8 @@ def v0_batch(length: int, version: str | None, chunked_default: bool) -> tuple[i
     is 512 tokens (0.6) or 2048 (0.7)."""
     if chunked_default and length > V0_LONG:
         chunk = 512 if (version_tuple(version) or (0, 7)) < (0, 7) else 2048
-        return chunk, V0_SEQS, f"V0 {version}: chunked prefill on above {V0_LONG:,} tokens, batch {chunk}"
-    return max(length, 2048), V0_SEQS, f"V0 {version}: no chunked prefill, the batch is max(max_model_len, 2048)"
+        return chunk, V0_SEQS, f"V0 {version or ''}: chunked prefill on above {V0_LONG:,} tokens, batch {chunk}"
+    return max(length, 2048), V0_SEQS, f"V0 {version or ''}: no chunked prefill, the batch is max(max_model_len, 2048)"
 
 
 def activation_peak_v0(cfg: TextConfig, tokens: int, seqs: int, tp: int, dtype_bytes: int) -> Estimate:

@@ -43,10 +43,11 @@ class Launch(Struct):
     problems: list[tuple[str, str]] = field(default_factory=list)  # (cause id, message)
     assumptions: list[str] = field(default_factory=list)
     version: str | None = None  # the vLLM release planned for (--vllm-version); None: V1 (0.10)
+    engine: str | None = None  # "v0" / "v1" where given (--vllm-engine); None: the release's default
 
     @property
     def v0(self) -> bool:
-        return estimates.is_v0(self.version)
+        return self.engine == "v0" if self.engine else estimates.is_v0(self.version)
 
     @property
     def world(self) -> int:
@@ -93,15 +94,17 @@ def _validate(cfg: TextConfig, flags: ServeFlags, gpu: Gpu, problems: list) -> N
         )
 
 
-def _batch(cfg: TextConfig, gpu: Gpu, length: int, version: str | None) -> tuple[int, int, str]:
+def _batch(cfg: TextConfig, gpu: Gpu, length: int, version: str | None, v0: bool) -> tuple[int, int, str]:
     """vLLM's default (max_num_batched_tokens, max_num_seqs) for this release: V0's or V1's."""
-    if not estimates.is_v0(version):
+    if not v0:
         return estimates.default_batch(gpu.total_bytes, gpu.name)
     sliding = cfg.get("sliding_window") is not None and cfg.get("use_sliding_window") is not False
     return estimates.v0_batch(length, version, chunked_default=not cfg.multimodal and not sliding)
 
 
-def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu, version: str | None = None) -> Launch:
+def build(
+    files: ModelFiles, flags: ServeFlags, gpu: Gpu, version: str | None = None, engine: str | None = None
+) -> Launch:
     """Resolve the launch; raises ValueError for a dtype flag vLLM does not know."""
     cfg = TextConfig.of(files.config)
     if not 0 <= cfg.number("num_hidden_layers") <= MAX_LAYERS:
@@ -132,7 +135,8 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu, version: str | None = 
     assumptions: list[str] = []
     length, derived = _lengths(cfg, flags, problems, assumptions)
     _validate(cfg, flags, gpu, problems)
-    tokens, seqs, why = _batch(cfg, gpu, length, version)
+    v0 = engine == "v0" if engine else estimates.is_v0(version)
+    tokens, seqs, why = _batch(cfg, gpu, length, version, v0)
     if flags.max_num_batched_tokens is None or flags.max_num_seqs is None:
         assumptions.append(f"{why}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}")
     tokens = flags.max_num_batched_tokens or tokens
@@ -175,4 +179,5 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu, version: str | None = 
         problems,
         assumptions,
         version,
+        engine,
     )
