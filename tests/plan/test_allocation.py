@@ -51,3 +51,15 @@ def test_quantized_and_mla_layouts_keep_the_rope_cache_alone():
     assert load_overhead(cfg, 2, 1, False)[0] == rope_cache_bytes(cfg, 2)
     llama = _cfg("llama-3.1-8b-instruct")
     assert load_overhead(llama, 2, 2, True)[0] == rope_cache_bytes(llama, 2)
+
+
+def test_learned_and_alibi_positions_have_no_rotary_cache():
+    assert (
+        rope_cache_bytes(TextConfig.of({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_positions": 1024}), 2)
+        == 0
+    )
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "alibi": True}
+    assert rope_cache_bytes(TextConfig.of(falcon), 2) == 0
+    assert (
+        rope_cache_bytes(TextConfig.of({**falcon, "alibi": False, "max_position_embeddings": 2048}), 2) == 2048 * 64 * 2
+    )

@@ -26,6 +26,8 @@ SMALL = 1 * MiB  # kSmallSize: at most this left in a segment is not split off
 LARGE = 10 * MiB  # kMinLargeAlloc: from here segments are rounded to kRoundLarge
 ROUND_LARGE = 2 * MiB
 VOCAB_PAD = 64  # vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
+# families whose positions are learned or ALiBi: no rotary cache
+_NO_ROPE = ("gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "bert", "roberta", "xlm-roberta", "t5", "whisper")
 
 
 def block_bytes(size: int) -> int:
@@ -58,6 +60,8 @@ def _rank_matrices(cfg: TextConfig, tp: int) -> list[tuple[int, int]]:
 
 def rope_cache_bytes(cfg: TextConfig, dtype_bytes: int) -> int:
     """The rotary embedding's cos/sin cache: max_position x rotary_dim elements (vLLM's get_rope)."""
+    if cfg.model_type in _NO_ROPE or cfg.get("alibi"):
+        return 0
     positions = cfg.number("max_position_embeddings")
     rope = cfg.get("rope_scaling") or {}
     kind = str(rope.get("rope_type") or rope.get("type") or "") if isinstance(rope, dict) else ""
