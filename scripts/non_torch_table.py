@@ -28,7 +28,9 @@ def main(argv: list[str]) -> int:
         shown = f"{value:.2f}" if value is not None else "-"
         print(f"{lf.tp:>3} {lf.pp:>3} {lf.version[:22]:<22} {figs[:44]:<44} {shown:>6}  {name}")
     single, parallel = medians([lf for _, lf in rows])
-    print(f"median, one GPU: {single} GiB; median, TP/PP > 1: {parallel} GiB (absolute V0 0.6 figures not used)")
+    print(f"median, one GPU: {single} GiB; median, TP/PP > 1: {parallel} GiB (increase: V0 0.7, V1)")
+    single, parallel = medians([lf for _, lf in rows], absolute=True)
+    print(f"median, one GPU: {single} GiB; median, TP/PP > 1: {parallel} GiB (absolute: V0 0.6, for V0 0.6 plans)")
     return 0
 
 

@@ -54,3 +54,16 @@ def test_the_constants_are_the_corpus_medians():
     assert non_torch.medians(found) == (non_torch.SINGLE_GIB, non_torch.PARALLEL_GIB)
     assert non_torch.parallel_range(found) == non_torch.PARALLEL_RANGE_GIB
     assert sum(lf.degree > 1 and lf.value() is not None for lf in found) >= 4
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not here")
+def test_the_v06_absolute_constants_are_the_corpus_medians_of_v06_figures():
+    logs = [non_torch.read(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(CORPUS.glob("*.log"))]
+    found = [lf for lf in logs if lf is not None]
+    assert non_torch.medians(found, absolute=True) == (non_torch.ABSOLUTE_SINGLE_GIB, non_torch.ABSOLUTE_PARALLEL_GIB)
+
+
+def test_a_v06_plan_takes_the_absolute_figure_and_later_releases_the_increase():
+    v06, v07, v1 = estimate(2, 1, "0.6.4.post1"), estimate(2, 1, "0.7.2"), estimate(2)
+    assert v06.bytes == int(non_torch.ABSOLUTE_PARALLEL_GIB * GiB) and "CUDA context" in v06.assumption
+    assert v07.bytes == v1.bytes == int(non_torch.PARALLEL_GIB * GiB)

@@ -112,6 +112,14 @@ def test_nvidia_smi_free_memory_drives_the_startup_check(tmp_path):
     assert code2 == 0
 
 
+def _held(folder) -> int:
+    """What the allocator holds beyond the checkpoint's bytes on one GPU (triage.plan.allocation)."""
+    from triage.plan.allocation import load_overhead
+    from triage.plan.spec import TextConfig
+
+    return load_overhead(TextConfig.of(json.loads((folder / "config.json").read_text())), 2, 1, False)[0]
+
+
 def test_a_model_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
     snap = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "0123abc"
     snap.mkdir(parents=True)
@@ -120,7 +128,7 @@ def test_a_model_id_is_found_in_the_local_hf_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     code, p = plan_json("--model", "acme/tiny", "--gpu", "A100-40GB")
-    assert code == 0 and p["weights_bytes_per_gpu"] == 2471645184
+    assert code == 0 and p["weights_bytes_per_gpu"] == 2471645184 + _held(CONFIGS / "llama-3.2-1b-instruct")
     assert "index" in p["weights_source"]
     code, _out, err = run("--model", "acme/absent", "--gpu", "T4")
     assert code == 2 and "not in the local Hugging Face cache" in err and err.count("\n") == 1
@@ -139,7 +147,8 @@ def test_safetensors_headers_are_read_without_the_tensors(tmp_path):
     )
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header.encode())  # no tensor data
     _code, p = plan_json("--model", str(folder), "--gpu", "T4")
-    assert p["weights_bytes_per_gpu"] == (2 << 20) + 4096 and "headers" in p["weights_source"]
+    held = _held(CONFIGS / "llama-3.2-1b-instruct")
+    assert p["weights_bytes_per_gpu"] == (2 << 20) + 4096 + held and "headers" in p["weights_source"]
     assert p["model"]["parameters"] == 1024 * 1024 + 1024
 
 
@@ -181,6 +190,16 @@ SNAPSHOT_CASES = {
     "llama8b-h100-32k": ["--model", LLAMA, "--gpu", "H100", "--max-model-len", "32768"],
     "qwen7b-fp16-6gib": ["--model", QWEN7, "--gpu-memory", "6GiB", "--dtype", "half", "--max-model-len", "2048"],
     "gemma3-27b-tp2-l4": ["--model", str(CONFIGS / "gemma-3-27b-it"), "--gpu", "L4", "-tp", "2"],
+    "llama8b-3090-29k-v064": [
+        "--model",
+        LLAMA,
+        "--gpu-memory",
+        "23.58GiB",
+        "--vllm-version",
+        "0.6.4",
+        "--max-model-len",
+        "29000",
+    ],
     "deepseek-v3-tp8-h200": [
         "--model",
         str(CONFIGS / "deepseek-v3"),
@@ -441,3 +460,38 @@ def test_an_unknown_card_in_nvidia_smi_keeps_its_total(tmp_path):
     )
     _, p = plan_json("--model", LLAMA, "--nvidia-smi", str(smi))
     assert p["gpu"]["total_bytes"] == 50000 << 20
+
+
+def test_vllm_version_picks_v0s_arithmetic_before_0_8():
+    """V0 profiles the whole max(max_model_len, 2048) batch (no chunked prefill up to 32K) with 256
+    sequences; V1 0.10 profiles its batched-token default. A bad release is one line, exit 2."""
+    base = ["--model", LLAMA, "--gpu-memory", "23.58GiB", "--max-model-len", "29000"]
+    _, v1 = plan_json(*base)
+    _, v0 = plan_json(*base, "--vllm-version", "0.6.4")
+    _, v07 = plan_json(*base, "--vllm-version", "v0.7.2")
+    _, v08 = plan_json(*base, "--vllm-version", "0.8.0")
+    assert (v0["flags"]["max_num_batched_tokens"], v0["flags"]["max_num_seqs"]) == (29000, 256)
+    assert v1["flags"]["max_num_batched_tokens"] == v08["flags"]["max_num_batched_tokens"] == 2048
+    assert "V0 engine" in v0["assumptions"][-1] and "V1 engine" in v08["assumptions"][-1]
+    assert v0["activation_bytes"]["bytes"] > 2 * v1["activation_bytes"]["bytes"]
+    assert v0["non_torch_bytes"]["bytes"] != v07["non_torch_bytes"]["bytes"]  # 0.6 counted the CUDA context
+    code, out, err = run(*base, "--vllm-version", "latest")
+    assert code == 2 and out == "" and "--vllm-version 'latest'" in err and err.count("\n") == 1
+
+
+def test_v0_turns_chunked_prefill_on_above_32k_by_release():
+    base = ["--model", LLAMA, "--gpu-memory", "44GiB", "-tp", "2", "--max-model-len", "65536"]
+    batch = {v: plan_json(*base, "--vllm-version", v)[1]["flags"]["max_num_batched_tokens"] for v in ("0.6.4", "0.7.3")}
+    assert batch == {"0.6.4": 512, "0.7.3": 2048}
+
+
+def test_vllm_engine_v0_plans_a_v1_release_with_v0s_arithmetic():
+    """0.8-0.9 fell back to V0 below compute capability 8.0 (and with VLLM_USE_V1=0): --vllm-engine v0."""
+    base = ["--model", LLAMA, "--gpu-memory", "14.74GiB", "--max-model-len", "2048", "--vllm-version", "0.8.2"]
+    _, v1 = plan_json(*base)
+    _, v0 = plan_json(*base, "--vllm-engine", "v0")
+    assert "V1 engine" in v1["assumptions"][-1] and v0["assumptions"][-1] == "vLLM 0.8.2 (V0 engine) arithmetic"
+    assert v0["activation_bytes"]["assumption"].startswith("estimated (V0)")
+    assert not v1["activation_bytes"]["assumption"].startswith("estimated (V0)")
+    code, _out, err = run(*base, "--vllm-engine", "v2")
+    assert code == 2 and err.count("\n") == 1

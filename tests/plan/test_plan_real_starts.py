@@ -11,19 +11,25 @@ is stated in the row, so a change to the estimates that moves a figure shows her
 
 The rows are every corpus start (healthy, or failing after its KV pool was sized) whose GPU
 total the log prints (or its own figures give: the V0 0.7.2 row) and whose model config is
-public and stated exactly. The other 47 corpus logs that print a KV pool, tokens or blocks serve local
+public and stated exactly, and one public start (its provenance beside the row: a notebook's
+`vllm serve` output in huggingface/cookbook). The other 47 corpus logs that print a KV pool, tokens or blocks serve local
 fine-tunes or unnamed paths, quantize online (bitsandbytes, online int4 with an fp8 cache),
 run forks, or print no total (a card's total moves by ~0.2 GiB between boards and drivers:
-79.14-79.33 GiB for 80 GB cards in the corpus), so they are not rows. What holds: the V1
-starts' KV pools within 0.7% mean absolute, 1.4% worst (the issue's aim: 2% and 5%); the
-weights from an index within 0.5% on V1 and V0 0.6 (V0 0.7.2 at TP 2: 1.24%); the weights
-counted from a config within -1%/+2% of the printed figure on every upstream row, the
-interval the plan takes them in (triage.plan.params.COUNTED_SPREAD). The one row outside
+79.14-79.33 GiB for 80 GB cards in the corpus), so they are not rows. Each row is planned
+for its printed release and engine (`--vllm-version`, `--vllm-engine`; none printed: V1
+0.10): V0 rows with V0's
+arithmetic (the whole max(max_model_len, 2048) profile batch without chunked prefill, the
+driver's sampler, 0.6's non-torch figure with the CUDA context). A V0 row's pool is its
+printed block count x block bytes: the executor takes the least of its ranks' counts. What
+holds: the V1 starts' KV pools within 0.6% mean absolute, 1.1% worst, the V0 starts' within
+0.6% and 1.1% (the issue's aim: 2% and 5%); the weights from an index within 0.1% on every
+row (the share per GPU plus what PyTorch's allocator holds: triage.plan.allocation); the
+weights counted from a config within -1%/+2% of the printed figure on every upstream row,
+the interval the plan takes them in (triage.plan.params.COUNTED_SPREAD). The one row outside
 it runs a fork whose attention backend allocates while the model is built, which vLLM's
 "Model loading took" counts; the same log's checkpoint size is the plan's count. Every
-healthy V1 start is "fits". The V0 rows are stated only: V0 profiled a whole
-max_model_len batch and measured non-torch memory its own way (0.6.4 counted the CUDA
-context), so the plan's V1 arithmetic misses them by -11% to +13%.
+healthy start is "fits"; the V0 3090 start that failed (29,000 tokens > its 23,648) is
+"borderline": its need lies inside the pool's interval.
 """
 
 from __future__ import annotations
@@ -107,8 +113,8 @@ STARTS = [
         25275882537,
         16095389942,
         6023691633,
-        -0.2,
-        1.4,
+        0.0,
+        0.8,
         "fits",
         "llama-3.1-8b-instruct",
     ),
@@ -130,9 +136,12 @@ STARTS = [
         ),
         47695611822,
         8066163330,
-        34016140984,
-        -0.4,
-        -4.3,
+        # "# GPU blocks: 31284" x 1 MiB (16 tokens x 2 x 4 KV heads x 128 x 2 B x 32 layers): V0's executor
+        # takes the least of its ranks' block counts; the driver rank runs the sampler in its profile
+        # (peak_torch_memory=8.70GiB, kv_cache_size=30.55GiB) where the other rank printed 31.68 GiB
+        31284 * 2**20,
+        0.0,
+        0.7,
         "fits",
         "llama-3.1-8b-instruct",
     ),
@@ -151,10 +160,10 @@ STARTS = [
             "half",
         ),
         42412802048,
-        14955183499,
-        18511309046,
-        -1.2,
-        13.2,
+        14955183499,  # 13.9281 GiB
+        11770 * 1572864,  # "# CUDA blocks: 11770" x (16 tokens x 2 x 4 KV heads x 128 x 2 B x 48 layers)
+        0.0,
+        0.3,
         "fits",
         "qwen2.5-14b-instruct",
     ),
@@ -178,8 +187,8 @@ STARTS = [
         85094039552,  # 79.25 GiB, "Free memory on device (78.84/79.25 GiB)"
         61128122040,  # 56.93 GiB
         14860586844,  # 13.84 GiB
-        -0.1,
-        -0.2,
+        0.0,
+        -0.7,
         "fits",
         "qwen3-coder-30b-a3b-instruct",
     ),
@@ -190,14 +199,45 @@ STARTS = [
         ("--max-model-len", "29000", "--gpu-memory-utilization", "0.9", "--max-num-batched-tokens", "29000"),
         25318832210,  # total_gpu_memory=23.58GiB
         16094101452,  # 14.9888 GB (GiB figures)
-        3103113871,  # kv_cache_size=2.89GiB
-        -0.2,
-        -11.2,
-        "borderline",
+        1478 * 16 * 131072,  # "# GPU blocks: 1478" (kv_cache_size=2.89GiB) x 16 tokens x 128 KiB per token
+        0.0,
+        0.3,
+        "borderline",  # it failed: 29,000 > the 23,648 tokens of its pool; the plan's 29,000-token need
+        # (3.54 GiB) lies inside the pool's interval (activation and non-torch taken as estimates)
         "llama-3.1-8b-instruct",
+    ),
+    # huggingface/cookbook@ed2c6467015cee5bd962606a5caa0ece10483982,
+    # notebooks/en/fine_tune_chatbot_docs_synthetic.ipynb lines 260-285 (a notebook's `vllm serve`
+    # output): 0.8.2 on a compute-capability 7.5 GPU, "Falling back to V0"; args: dtype='float16',
+    # max_model_len=2048, gpu_memory_utilization=0.8938626454842437, max_num_batched_tokens=2048,
+    # max_num_seqs=192; "total_gpu_memory (14.74GiB)", "Model loading took 6.0160 GB",
+    # "# cuda blocks: 3637" (the rest "reserved for KV Cache is 6.22GiB").
+    Start(
+        "unsloth/Llama-3.2-3B-Instruct",
+        "llama-3.2-3b-instruct",
+        "0.8.2 (V0, the fallback below compute capability 8.0)",
+        (
+            "--max-model-len",
+            "2048",
+            "--gpu-memory-utilization",
+            "0.8938626454842437",
+            "--dtype",
+            "float16",
+            "--max-num-batched-tokens",
+            "2048",
+            "--max-num-seqs",
+            "192",
+        ),
+        int(14.74 * 2**30),
+        int(6.0160 * 2**30),
+        3637 * 16 * 114688,  # blocks x 16 tokens x (2 x 8 KV heads x 128 x 2 B x 28 layers)
+        -0.5,  # counted from config.json (no index here): norms and the rotary cache left out
+        1.1,
+        "fits",
     ),
 ]
 V1 = [s for s in STARTS if "V1" in s.vllm]
+V0 = [s for s in STARTS if "V0" in s.vllm]
 FORKS = {"0.28.1rc1 (V1, a fork: BRIDGE_ATTN backend)"}
 
 
@@ -212,6 +252,14 @@ def _model_folder(start: Start, tmp: Path) -> Path:
     return folder
 
 
+def _release(start: Start) -> str | None:
+    """The row's printed release (`~0.6.4`: read from the log's formats), None where none was printed."""
+    from triage.plan.estimates import version_tuple
+
+    first = start.vllm.split()[0].lstrip("~")
+    return first if version_tuple(first) else None
+
+
 def _plan(start: Start):
     import argparse
 
@@ -223,6 +271,8 @@ def _plan(start: Start):
             gpu_memory=f"{start.total}B",
             gpu=None,
             nvidia_smi=None,
+            vllm_version=_release(start),
+            vllm_engine="v0" if "V0" in start.vllm else None,
         )
         return make_plan(args, list(start.flags))
 
@@ -249,14 +299,22 @@ def test_the_v1_starts_kv_pools_are_within_two_percent_mean_absolute_and_five_wo
     assert sum(errors) / len(errors) <= 2.0 and max(errors) <= 5.0, errors
 
 
-def test_the_rows_with_an_index_take_its_total_size_and_land_within_one_percent_on_v1():
+def test_the_v0_starts_kv_pools_are_within_two_percent_mean_absolute_and_five_worst():
+    """Planned with their release (--vllm-version): V0's profile batch, sampler and non-torch figure."""
+    errors = [abs(_errors(s)[1]) for s in V0]
+    assert len(errors) >= 3
+    assert sum(errors) / len(errors) <= 2.0 and max(errors) <= 5.0, errors
+
+
+def test_the_rows_with_an_index_take_its_total_size_and_land_within_one_percent():
+    """The index's bytes / TP plus what the allocator holds (triage.plan.allocation): within 0.1% on
+    V0 and V1 (V0 0.7.2 at TP 2 printed 1.24% over the bare share: 3.5 MiB of block rounding a layer)."""
     indexed = [s for s in STARTS if s.index is not None]
     assert len(indexed) >= 4
     for start in indexed:
         assert _plan(start).weights_source.startswith("safetensors index"), start.model
     errors = {s.vllm: abs(_errors(s)[0]) for s in indexed}
-    assert all(e <= 1.0 for v, e in errors.items() if "V1" in v), errors
-    assert max(errors.values()) < 1.3, errors  # V0 0.7.2 at TP 2 printed 1.24% more than the index
+    assert max(errors.values()) <= 0.1, errors
 
 
 def test_the_weights_counted_from_a_config_are_within_the_interval_the_plan_takes_them_in():
@@ -285,8 +343,9 @@ def test_the_forks_excess_is_its_backend_not_the_count():
     assert abs(_errors(upstream)[0]) < 0.5
 
 
-def test_every_healthy_v1_start_fits():
-    assert [s.model for s in V1 if s.verdict != "fits"] == []
+def test_every_healthy_start_fits():
+    """The one start that is not "fits" failed: its 29,000-token max_model_len did not fit its pool."""
+    assert [s.vllm for s in STARTS if s.verdict != "fits"] == ["~0.6.4 (V0)"]
 
 
 def test_the_tight_start_fits_on_config_counted_weights_too():

@@ -93,10 +93,11 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
         if not w.estimated and launch.world == 1
         else _spread(w.per_gpu_bytes, *w.spread)
     )
-    act = estimates.activation_peak(
+    peak = estimates.activation_peak_v0 if launch.v0 else estimates.activation_peak
+    act = peak(
         launch.cfg, launch.max_num_batched_tokens, launch.max_num_seqs, flags.tp, 2 if launch.dtype != "float32" else 4
     )
-    nt = estimates.non_torch(flags.tp, flags.pp)
+    nt = estimates.non_torch(flags.tp, flags.pp, launch.version)
     needed = needed_at(launch, launch.max_model_len)
     util_source = GIVEN if flags.gpu_memory_utilization is not None else DEFAULT
     pinned = None
@@ -107,8 +108,8 @@ def memory_inputs(launch: Launch) -> tuple[MemoryInputs, list[str], tuple]:
         )
         notes.append(f"--kv-cache-memory {flags.kv_cache_memory}: the KV pool is pinned (vLLM 0.11 and later)")
     inp = MemoryInputs(
-        engine="v1",
-        vllm_version="0.10.1",
+        engine="v0" if launch.v0 else "v1",
+        vllm_version=(launch.version or "0.7.3") if launch.v0 else "0.10.1",
         total=total,
         free=free,
         util=Quantity.exact(launch.util, util_source),

@@ -134,7 +134,7 @@ def build_report(launch: Launch, ans: Answer) -> s.PlanReport:
         ans.graphs.assumption,
         *launch.assumptions,
         *ans.assumptions,
-        "vLLM 0.10 (V1 engine) arithmetic",
+        f"vLLM {launch.version or '0.7'} (V0 engine) arithmetic" if launch.v0 else "vLLM 0.10 (V1 engine) arithmetic",
     ]
     return s.PlanReport(
         model=_model(launch),
@@ -180,7 +180,7 @@ def _replan(launch: Launch, flags: dict) -> str:
 
     tokens = [t for flag, value in flags.items() for t in ((flag, value) if value else (flag,))]
     changed = parse(tokens, replace(launch.flags, given=list(launch.flags.given), ignored=[]))
-    new = build(launch.files, changed, launch.gpu)
+    new = build(launch.files, changed, launch.gpu, launch.version, launch.engine)
     return _verdict(new, answer(new))[0]
 
 

@@ -1,7 +1,7 @@
 """`vllm-triage plan`: the command line. Exit 0 fits, 1 does not fit, 2 cannot tell (and why).
 
 vllm-triage plan --model PATH_OR_ID [--gpu-memory SIZE | --gpu NAME | --nvidia-smi FILE]
-                 [vllm serve flags...] [--format terminal|json|markdown]
+                 [--vllm-version X.Y.Z [--vllm-engine v0|v1]] [vllm serve flags...] [--format terminal|json|markdown]
 vllm-triage plan [--gpu ...] -- vllm serve MODEL --max-model-len 32768 ...
 """
 
@@ -45,6 +45,17 @@ def parser() -> argparse.ArgumentParser:
     gpu.add_argument(
         "--nvidia-smi", metavar="FILE", help="nvidia-smi output (table or --format=csv): total and free memory per GPU"
     )
+    p.add_argument(
+        "--vllm-version",
+        metavar="X.Y.Z",
+        help="the vLLM release to plan for: before 0.8, V0's arithmetic (default: 0.10's V1)",
+    )
+    p.add_argument(
+        "--vllm-engine",
+        choices=("v0", "v1"),
+        help="the engine, where it is not the release's default: v0 for VLLM_USE_V1=0 or 0.8-0.9's "
+        "fallback on GPUs below compute capability 8.0",
+    )
     p.add_argument("-f", "--format", choices=FORMATS, default=None, help="report format (default: terminal)")
     p.add_argument("--schema", action="store_true", help="print the plan's JSON Schema and exit")
     return p
@@ -75,6 +86,17 @@ def plan_command(argv: list[str], stdin, stdout: IO[str], stderr: IO[str] | None
     return EXIT[report.verdict]
 
 
+def _version(text: str | None) -> str | None:
+    """The release as given, checked: X.Y or X.Y.Z (a leading v and a suffix such as .post1 are kept)."""
+    if text is None:
+        return None
+    from triage.plan.estimates import version_tuple
+
+    if version_tuple(text) is None:
+        raise UsageError(f"--vllm-version {text!r} is not a release number (X.Y.Z)")
+    return text.strip().lstrip("v")
+
+
 def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     """The plan report for parsed plan options and the `vllm serve` tokens."""
     from triage.plan import gpu as gpus
@@ -99,7 +121,8 @@ def make_plan(args: argparse.Namespace, vllm_tokens: list[str]):
     gpu.count = max(gpu.count, 1)
     files = model_files.load(model)
     try:
-        launch = build(files, flags, gpu)
+        version = _version(getattr(args, "vllm_version", None))
+        launch = build(files, flags, gpu, version, getattr(args, "vllm_engine", None))
     except UsageError:
         raise
     except ValueError as exc:

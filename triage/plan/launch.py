@@ -42,6 +42,12 @@ class Launch(Struct):
     derived_len: int | None
     problems: list[tuple[str, str]] = field(default_factory=list)  # (cause id, message)
     assumptions: list[str] = field(default_factory=list)
+    version: str | None = None  # the vLLM release planned for (--vllm-version); None: V1 (0.10)
+    engine: str | None = None  # "v0" / "v1" where given (--vllm-engine); None: the release's default
+
+    @property
+    def v0(self) -> bool:
+        return self.engine == "v0" if self.engine else estimates.is_v0(self.version)
 
     @property
     def world(self) -> int:
@@ -88,7 +94,17 @@ def _validate(cfg: TextConfig, flags: ServeFlags, gpu: Gpu, problems: list) -> N
         )
 
 
-def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
+def _batch(cfg: TextConfig, gpu: Gpu, length: int, version: str | None, v0: bool) -> tuple[int, int, str]:
+    """vLLM's default (max_num_batched_tokens, max_num_seqs) for this release: V0's or V1's."""
+    if not v0:
+        return estimates.default_batch(gpu.total_bytes, gpu.name)
+    sliding = cfg.get("sliding_window") is not None and cfg.get("use_sliding_window") is not False
+    return estimates.v0_batch(length, version, chunked_default=not cfg.multimodal and not sliding)
+
+
+def build(
+    files: ModelFiles, flags: ServeFlags, gpu: Gpu, version: str | None = None, engine: str | None = None
+) -> Launch:
     """Resolve the launch; raises ValueError for a dtype flag vLLM does not know."""
     cfg = TextConfig.of(files.config)
     if not 0 <= cfg.number("num_hidden_layers") <= MAX_LAYERS:
@@ -108,11 +124,19 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         flags.tp * flags.pp,
         kinds,
     )
+    if not weights.estimated:  # the checkpoint's bytes, as the allocator holds them on each GPU
+        from triage.plan.allocation import load_overhead
+
+        quantized = bool(cfg.quantization() or flags.quantization)
+        extra, how = load_overhead(cfg, DTYPE_BYTES[dtype], flags.tp, quantized)
+        weights.per_gpu_bytes += extra
+        weights.source += f" / {flags.tp * flags.pp} GPU(s) {how}"
     problems: list[tuple[str, str]] = []
     assumptions: list[str] = []
     length, derived = _lengths(cfg, flags, problems, assumptions)
     _validate(cfg, flags, gpu, problems)
-    tokens, seqs, why = estimates.default_batch(gpu.total_bytes, gpu.name)
+    v0 = engine == "v0" if engine else estimates.is_v0(version)
+    tokens, seqs, why = _batch(cfg, gpu, length, version, v0)
     if flags.max_num_batched_tokens is None or flags.max_num_seqs is None:
         assumptions.append(f"{why}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}")
     tokens = flags.max_num_batched_tokens or tokens
@@ -154,4 +178,6 @@ def build(files: ModelFiles, flags: ServeFlags, gpu: Gpu) -> Launch:
         derived,
         problems,
         assumptions,
+        version,
+        engine,
     )

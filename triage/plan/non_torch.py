@@ -14,7 +14,8 @@ read here, by the format of the line that printed them:
 - `X GiB for consumed memory (weights + non-torch)` (V1 0.2x) less the `Model loading took`
   before it: the increase, derived;
 - `non_torch_memory=X GiB` (V0 0.6's `Memory profiling results`): everything outside
-  torch, the CUDA context included: a different quantity, listed but not used.
+  torch, the CUDA context included: a different quantity, kept apart and used only for
+  a V0 0.6 plan (worker.py 0.6.4 subtracts that whole figure from the budget).
 `scripts/non_torch_table.py` prints the table from a folder of logs; the test recomputes
 the medians from ../shared/corpus and holds them equal to the constants here.
 """
@@ -33,6 +34,10 @@ from triage.units import GiB
 SINGLE_GIB = 0.16
 PARALLEL_GIB = 1.82
 PARALLEL_RANGE_GIB = (0.21, 2.70)  # the least and the most a TP/PP > 1 start printed
+# V0 0.6 counts everything outside torch (the CUDA context too): the medians of its absolute figures.
+# Two starts only (one GPU: a 3090 at 0.35 GiB; TP 2: 0.73 GiB): a third V0 0.6 log would test them.
+ABSOLUTE_SINGLE_GIB = 0.35
+ABSOLUTE_PARALLEL_GIB = 0.73
 SOURCE = "the median of the non-torch figures printed by real vLLM starts (scripts/non_torch_table.py)"
 
 _INCREASE = (
@@ -65,9 +70,10 @@ class LogFigures(Struct, frozen=True):
     def degree(self) -> int:
         return self.tp * self.pp
 
-    def value(self) -> float | None:
-        """The start's figure: the median over its ranks of the ones measured as an increase."""
-        usable = [f.gib for f in self.figures if f.kind != "absolute"]
+    def value(self, absolute: bool = False) -> float | None:
+        """The start's figure: the median over its ranks of the ones measured as an increase
+        (`absolute`: of V0 0.6's whole non-torch figures instead)."""
+        usable = [f.gib for f in self.figures if (f.kind == "absolute") == absolute]
         return statistics.median(usable) if usable else None
 
 
@@ -99,13 +105,13 @@ def parallel_range(logs: list[LogFigures]) -> tuple[float, float] | None:
     return (round(min(values), 2), round(max(values), 2)) if values else None
 
 
-def medians(logs: list[LogFigures]) -> tuple[float | None, float | None]:
+def medians(logs: list[LogFigures], absolute: bool = False) -> tuple[float | None, float | None]:
     """(one GPU, more than one): the median of the starts' figures, rounded to the GiB hundredth."""
 
     def med(values: list[float]) -> float | None:
         return round(statistics.median(values), 2) if values else None
 
-    values = [(lf.degree, lf.value()) for lf in logs]
+    values = [(lf.degree, lf.value(absolute)) for lf in logs]
     return (
         med([v for d, v in values if d == 1 and v is not None]),
         med([v for d, v in values if d > 1 and v is not None]),
@@ -130,4 +136,13 @@ def estimate(tp: int, pp: int = 1) -> tuple[int, str]:
         )
     return int(SINGLE_GIB * GiB), (
         f"estimated: ~{SINGLE_GIB:.2f} GiB of non-torch memory on one GPU (cuBLAS workspaces), {SOURCE}"
+    )
+
+
+def estimate_absolute(tp: int, pp: int = 1) -> tuple[int, str]:
+    """V0 0.6's non-torch figure per GPU (the CUDA context included), from its printed absolute figures."""
+    gib = ABSOLUTE_PARALLEL_GIB if tp * pp > 1 else ABSOLUTE_SINGLE_GIB
+    return int(gib * GiB), (
+        f"estimated: ~{gib:.2f} GiB of non-torch memory per GPU as V0 0.6 counts it (the CUDA context, cuBLAS "
+        f"and NCCL), the median of the absolute figures real V0 0.6 starts printed (scripts/non_torch_table.py)"
     )
