@@ -75,7 +75,11 @@ def _config_class(entry: dict) -> str | None:
 
 
 def _soft_wrap(text: str, width: int) -> str:
-    """A terminal's wrap: the line cut every `width` characters, mid-word."""
+    """A terminal's wrap: the line cut every `width` characters, mid-word. A message whose source
+    string kept its continuation's indent (`"... >= 0.14.0            to load"`) is left whole:
+    a cut there leaves a line that starts indented, which reads as code, not as a wrap."""
+    if "   " in text:
+        return text
     return "\n".join(text[i : i + width] for i in range(0, len(text), width))
 
 
@@ -104,6 +108,15 @@ FORMS: dict[str, Form] = {
     "pydantic-block": (lambda e, new: new and _config_class(e) is not None, lambda e: _PYDANTIC.format(msg=message(e))),
     "wrap-80": (lambda e, new: len(_raised(e, message(e))) > 80, lambda e: _soft_wrap(_raised(e, message(e)), 80)),
     "wrap-120": (lambda e, new: len(_raised(e, message(e))) > 120, lambda e: _soft_wrap(_raised(e, message(e)), 120)),
+    "bare-wrap-80": (lambda e, new: len(message(e)) > 80, lambda e: _soft_wrap(message(e), 80)),
+    "core-wrap-120": (
+        lambda e, new: not e["exception"].startswith("logger.") and len(_PREFIX_CORE + _raised(e, message(e))) > 120,
+        lambda e: _soft_wrap(_PREFIX_CORE + _raised(e, message(e)), 120),
+    ),
+    "v0-worker": (  # a V0 Ray worker's ERROR line (vLLM < 0.11's logger header, no brackets at the start)
+        lambda e, new: not e["exception"].startswith("logger."),
+        lambda e: "(RayWorkerWrapper pid=4242) ERROR 12-05 06:16:45 worker_base.py:382] " + _raised(e, message(e)),
+    ),
     "long-values": (
         lambda e, new: "{" in e["template"] and message(e, True) != message(e),
         lambda e: _raised(e, message(e, True)),

@@ -32,6 +32,12 @@ STANDING_HERE = {
         "cache's socket error names no cause, and the pasted line holds nothing else that tells them apart",
     ),
 }
+# (file, function, form) -> why that form of the message stands unread
+STANDING_FORMS = {
+    ("vllm/model_executor/models/registry.py", "register_model", "core-wrap-120"): (
+        "the cut leaves '>`' alone on the last line, which reads as a Markdown quote, not the message's end"
+    ),
+}
 CLASS = re.compile(r"\w*(Error|Exception)|logger\.(error|exception|critical)")
 
 
@@ -96,7 +102,7 @@ def test_every_form_of_every_message_of_a_release_gets_its_cause(release):
         (form, e["cause"], _first(t), f"{e['file']}:{e['function']}", t[:160])
         for form, mine in found.items()
         for e, t in mine
-        if not agrees(e, t)
+        if not agrees(e, t) and (e["file"], e["function"], form) not in STANDING_FORMS
     ]
     assert not wrong, "\n".join(map(str, wrong))
 
