@@ -22,6 +22,7 @@ from triage.model.report import Report
 from triage.parse.stream import MAX_JOINS, line_events
 from triage.parse.vocabulary import matcher
 from triage.rule_engine.load import Rule, load_rules
+from triage.timeline.pasted import read_pasted
 from triage.timeline.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -83,6 +84,9 @@ def run(stream: BinaryIO, name: str, options: Options | None = None, rules: list
         timeline.finish()
     clean = redaction.text if redaction.on else None
     repair = Repair(indent=stats.indent, width=stats.wrap_width)  # a reshaped paste, as the scanner read it
+    timeline, pasted = read_pasted(timeline, order.kept, stats.lines, lambda: tail.lines(stats.lines, clean, repair))
+    if pasted is not None:  # one of vLLM's messages pasted alone (timeline/pasted.py): its line is evidence
+        texts[pasted[0]] = ("", pasted[1])
     report = build_report(timeline, rules, texts, stats, tail=lambda: tail.lines(stats.lines, clean, repair))
     if order.reversed():
         report.notes.append("the log lists its newest lines first; it was read bottom-up")

@@ -26,6 +26,8 @@ import re
 
 WEIGHT_CACHE = ("does not support EPLB", "Invalid weight cache mode", "requires a token", "pre-processed weights")
 WEIGHT_CACHE += ("WeightCacheKey mismatch on fields", "check the socket path / GPU mapping")
+# ... a second daemon for a socket that one already owns, a draft/target loader given the other's cache
+WEIGHT_CACHE += ("Another weight cache daemon already owns", "Weight cache role mismatch")
 # (file regex, template fragment) -> cause.  The fragment is part of the source's template
 # text (as `render` writes it, fields as {expr}); never a log's wording.
 OVERRIDES: list[tuple[str, str, str]] = [
@@ -66,11 +68,18 @@ OVERRIDES: list[tuple[str, str, str]] = [
     (r"vllm/v1/engine/core_client\.py", "asyncio without multiprocessing", "invalid_arguments"),  # an env setting
     (r"vllm/v1/engine/utils\.py", "found internal DPLB, which is incompatible", "invalid_arguments"),  # DP LB mode
     (r"vllm/v1/worker/mm_encoder_model_runner\.py", "An encoder-only instance", "invalid_arguments"),
+    # a third review (0.33's unmapped): a pooling runner for a model without a pooler (--runner,
+    # --convert); sleep mode's allocator asked for by a second engine in one process
+    (r"vllm/v1/worker/gpu_model_runner\.py", "does not support any pooling tasks", "invalid_arguments"),
+    (r"vllm/v1/worker/gpu_worker\.py", "CuMem allocator can only be used for one instance", "invalid_arguments"),
+    # data parallelism over Ray needs as many GPUs on every node: the cluster does not fit the layout
+    (r"vllm/v1/engine/utils\.py", "Nodes are not homogen", "parallelism_mismatch"),
 ]
 
 # A message that says the program carries on: logged, caught, or normal on some machines.
 BENIGN = re.compile(
-    r"this is normal|will ignore|error ignored|; continuing|will be attempted instead|falling back to", re.I
+    r"this is normal|will ignore|error ignored|; continuing|will be attempted instead|falling back to|assuming no ",
+    re.I,
 )
 
 # exception class -> cause (all files)
@@ -94,6 +103,9 @@ CLASS_RULES: dict[str, str] = {
 }
 
 _I = re.IGNORECASE
+# errors.md 6.1: `module X has no attribute Y` of a lazy module (torch's, transformers', vLLM's
+# own `vllm.envs` and config registry): a caller built against another release
+MODULE_ATTRIBUTE = r"^module (\{[^}]+\}|'\w+') has no attribute '?\{"
 # (cause, class regex or None, message regex): the first whose class and message match.
 WORDING: list[tuple[str, str | None, re.Pattern]] = [
     (
@@ -109,7 +121,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
     ),
     ("dependency_missing", r"ImportError", re.compile(r".")),
     # errors.md 6.1: a lazy module (torch's, transformers') lacks a name its caller expects: another release
-    ("package_version_mismatch", r"AttributeError", re.compile(r"^module \{[^}]+\} has no attribute \{")),
+    ("package_version_mismatch", r"AttributeError", re.compile(MODULE_ATTRIBUTE)),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
     # taxonomy: "CUDA out of memory occurred when warming up sampler" is warmup_oom
     ("warmup_oom", None, re.compile(r"out of memory occurred when warming up", _I)),
@@ -223,6 +235,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"device ordinal .{0,80}out of range|out of (range|bounds) for .{0,60}(physical_gpu_ids|devices\b)|"
             # a weight's per-rank shard vs a quantization block: only the TP size changes the dividend
             r"not divisible by weight quantization block|_per_partition .{0,80}not divisible|"
+            r"not enough resources to allocate|"  # Ray cannot place the ranks: too few GPUs
             r"per-rank intermediate sizes? must align|"
             r"\b(tp|pp|dp|ep)\b.*(divisible|must)|divisible by .*(parallel|size)",
             _I,
@@ -372,7 +385,8 @@ INTERNAL = re.compile(
     r"expecting a dictionary|invalid dim\b|called with conflicting|illegal to call|is already used by|"
     r"must be set by this point|(subclasses|sub classes) should implement|please implement|"
     r"model instance must (have|inherit)|typically means .{0,60} was called outside|must be of the same type|"
-    r"list type must|must take exactly one of|accepts only keyword arguments|must be contiguous",
+    r"list type must|must take exactly one of|accepts only keyword arguments|must be contiguous|"
+    r"should (not|never) happen|should always exist",
     re.IGNORECASE,
 )
 
@@ -412,6 +426,7 @@ CONFIG_SIGNS: list[tuple[str, re.Pattern]] = [
     ("dtype_unsupported", re.compile(r"(minimum|compute) capability|not supported (for|on) the current gpu", _I)),
     ("gpu_not_visible", re.compile(r"failed to infer device type|no cuda gpus", _I)),
     ("host_memory_exhausted", re.compile(r"too large swap space|swap space .{0,80}(cpu|host) memory", _I)),
+    ("package_version_mismatch", re.compile(MODULE_ATTRIBUTE)),  # vllm.envs' lazy attributes
 ]
 
 

@@ -49,11 +49,13 @@ STARTUP_PATHS = {
         r"vllm/entrypoints/(utils|llm|api_server)\.py",  # the server's and LLM(...)'s start
         r"vllm/entrypoints/chat_utils\.py::.*chat_template.*",  # the chat template loaded at start
         r"vllm/model_executor/model_loader/.*",  # weights: files, formats, loaders
-        r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base)\.py",
+        # the model registry; before 0.6.3 it lived in models/__init__.py
+        r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base|__init__)\.py",
         r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
         r"vllm/model_inspection\.py",
         # V0 (before 0.11): the same cut as V1's below, through the same function names
-        r"vllm/worker/.*::" + _STARTUP_FUNCS,
+        # (and the V0 workers' module-level checks of the KV cache's size and the GPU's dtype)
+        r"vllm/worker/.*::" + _STARTUP_FUNCS + r"|^(raise_if_cache_size_invalid|_check_if_gpu_supports_dtype)$",
         r"vllm/executor/.*::" + _EXECUTOR_FUNCS,
         # V1: only what runs before ready (construction, loading, profiling, KV cache, graph
         # capture, the engine-core handshake); request handling, sleep/wake, elastic scaling

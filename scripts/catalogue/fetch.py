@@ -17,8 +17,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-# One release per minor (the last patch of each), 0.6 .. 0.33: what users run.
+# One release per minor (the last patch of each), 0.6 .. 0.33: what users run; and the older
+# V0 releases still deployed (0.4.3, 0.5.5, 0.6.1.post2, 0.6.3.post1), oldest first.
 VLLM_RELEASES = [
+    "0.4.3",
+    "0.5.5",
+    "0.6.1.post2",
+    "0.6.3.post1",
     "0.6.6.post1",
     "0.7.3",
     "0.8.5.post1",

@@ -233,6 +233,15 @@ _RECORD_START = LazyPattern(
 )  # a shell's job report
 
 
+def opens_record(line: str) -> bool:
+    """Does this line begin a record by its own words (a traceback, a date, a level, an
+    exception), rather than by a prefix that a terminal's cut could forge ("096 ", "t[int | ")?"""
+    return _RECORD_START.match(line) is not None or _SRUN_TASK.match(line) is not None
+
+
+_SRUN_TASK = re.compile(r"\d{1,4}: \S")
+
+
 def starts_record(line: str) -> bool:
     """Does this physical line begin a log record of its own (so it continues no wrapped
     message)? Anything peeled off its start counts: a prefix, a header, a quote, a number."""

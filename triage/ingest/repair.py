@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 
 from msgspec import Struct
 
-from triage.ingest.lines import starts_record
+from triage.ingest.lines import opens_record, starts_record
 
 SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
@@ -66,7 +66,8 @@ def _common_width(sample: list[str]) -> int | None:
 def _short_paste_width(sample: list[str]) -> int | None:
     """A paste of a few lines (one error, the end of a traceback) has too few lines to show a
     common length; a line exactly as long as a usual terminal, the longest of the paste, and
-    followed by a line that starts no record and no indented code, was cut by that terminal."""
+    followed by a line that starts no record and no indented code, was cut by that terminal
+    (one space before the follower is the space the cut fell on; code is indented further)."""
     if len(sample) > SHORT_PASTE_LINES:
         return None
     longest = max((len(line) for line in sample), default=0)
@@ -75,10 +76,10 @@ def _short_paste_width(sample: list[str]) -> int | None:
         if (
             len(line) == longest
             and longest in TERMINAL_WIDTHS
-            and nxt
-            and not nxt[0].isspace()
+            and nxt.strip()
+            and not nxt[: 2 if nxt[0] == " " else 1].isspace()
             and len(set(line)) >= MIN_DISTINCT
-            and not starts_record(nxt)
+            and (not starts_record(nxt) or cut_in_a_word(line, nxt))
         ):
             return longest
     return None
@@ -99,11 +100,17 @@ def _mostly_continued(sample: list[str], at: list[int], share: float) -> bool:
     return continued >= need
 
 
+def cut_in_a_word(line: str, nxt: str) -> bool:
+    """A cut that fell inside a word or a number ("...partition=4" + "096 (not ..."): the follower
+    continues the line even where its start reads like a prefix, unless its own words open a record."""
+    return line[-1:].isalnum() and nxt[:1].isalnum() and not opens_record(nxt)
+
+
 def join_wrapped(lines: Iterable[tuple[int, str]], width: int) -> Iterator[tuple[int, str]]:
     """(number of the first physical line, joined text) from (number, physical line)."""
     held_no, parts = 0, list[str]()
     for no, line in lines:
-        if parts and (starts_record(line) or len(parts) >= MAX_SEGMENTS):
+        if parts and ((starts_record(line) and not cut_in_a_word(parts[-1], line)) or len(parts) >= MAX_SEGMENTS):
             yield held_no, "".join(parts)
             parts = []
         if not parts:
