@@ -266,8 +266,8 @@ class FailureEvents(Transformer):
             )
         return out
 
-    def killed(self, _tok):
-        return {"kind": "killed"}
+    def killed(self, tok):
+        return {"kind": "killed", "signal": "SIGBUS" if str(tok).startswith("Bus") else "SIGKILL"}
 
     def shell_job(self, head, tail=None):
         return {"kind": "killed", "signal": "SIGBUS" if str(head).endswith("Bus error") else "SIGKILL"}
@@ -335,6 +335,7 @@ _SHM_PROBLEMS = {
     "SIGBUS received": "bus error",
     "Bus error (core dumped)": "bus error",
     "/dev/shm has only": "small /dev/shm",
+    "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: shared memory too small)",
 }
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501

@@ -26,7 +26,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "HTTP_AUTH": ("401", "403"),
     "NCCL_HEAD": ("NCCL error",),
     "NCCL_CODE": ("nccl",),
-    "KILLED_LINE": ("Killed",),
+    "KILLED_LINE": ("Killed", "Bus error"),
     "SHELL_JOB": (" Killed", " Bus error"),
     "USAGE_HEAD": (": error: ",),
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
