@@ -272,6 +272,28 @@ class FailureEvents(Transformer):
     def shell_job(self, head, tail=None):
         return {"kind": "killed", "signal": "SIGBUS" if str(head).endswith("Bus error") else "SIGKILL"}
 
+    def signal_exit(self, head, tail=None):
+        text = str(head)
+        named = re.search(r"SIG[A-Z]+", text)
+        said = re.search(r"killed by signal: (.+)$", text)
+        number = re.search(r"exitcode: -(\d+)", text)
+        signal = (
+            named.group(0)
+            if named
+            else "SIGILL"
+            if "invalid opcode" in text
+            else _LINUX_SIGNALS.get(int(number.group(1)), "")
+            if number
+            else _STRSIGNAL.get(said.group(1) if said else "", "")
+        )
+        if said and signal == "SIGBUS":  # torch's DataLoader: a worker's shared-memory batch could not be backed
+            return {"kind": "shm_problem", "problem": "a DataLoader worker died of a bus error (shared memory)"}
+        if signal in ("SIGKILL", "SIGBUS"):
+            return {"kind": "killed", "signal": signal}
+        if signal in ("SIGSEGV", "SIGILL", "SIGABRT", "SIGFPE"):
+            return {"kind": "process_crash", "signal": signal, "detail": f"{signal}: {text} {tail or ''}".strip()[:300]}
+        raise ValueError("a stop signal (SIGTERM, SIGINT) or one this table does not know: not a cause by itself")
+
     def crash(self, head, tail=None):
         text = str(head)
         signal = next((sig for word, sig in _CRASH_SIGNALS if word in text), "SIGABRT")
@@ -296,6 +318,17 @@ class FailureEvents(Transformer):
         return {"kind": "usage_error", "message": str(tail or "")[:300]}
 
 
+# Linux's numbers of the fatal signals (errors.md 4.5): a negative exit code is the signal that ended a child
+_LINUX_SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV"}
+# strsignal(3)'s texts (glibc), as torch's DataLoader and the shell print them
+_STRSIGNAL = {
+    "Killed": "SIGKILL",
+    "Bus error": "SIGBUS",
+    "Segmentation fault": "SIGSEGV",
+    "Illegal instruction": "SIGILL",
+    "Aborted": "SIGABRT",
+    "Floating point exception": "SIGFPE",
+}
 _CRASH_SIGNALS = (
     ("Segmentation fault", "SIGSEGV"),
     ("Illegal instruction", "SIGILL"),

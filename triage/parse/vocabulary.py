@@ -27,6 +27,13 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "NCCL_HEAD": ("NCCL error",),
     "NCCL_CODE": ("nccl",),
     "KILLED_LINE": ("Killed", "Bus error"),
+    "SIGNAL_EXIT": (
+        "exitcode=-SIG",
+        "failed (exitcode: -",
+        ") received by PID",
+        "is killed by signal: ",
+        "trap invalid opcode",
+    ),
     "SHELL_JOB": (" Killed", " Bus error"),
     "USAGE_HEAD": (": error: ",),
     "NO_VLLM_IMPL": ("has no vLLM implementation", "Cannot find model module"),
@@ -147,6 +154,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "HUB_GATED": ".",
     "LOGO_VERSION": "",
     "CRASH": "",
+    "SIGNAL_EXIT": r"[\w ()]",
     "EXIT_CODE": "",
     "SUPERVISOR_FAILED": "",
 }
