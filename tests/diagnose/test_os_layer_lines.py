@@ -18,6 +18,23 @@ LINES = [
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.5:13345')", "nccl_failure"),
     ("TimeoutError: [Errno 110] Connection timed out", "hub_unreachable"),
     ("OSError: Cannot allocate memory (os error 12)", "host_memory_exhausted"),
+    ("socket.gaierror: [Errno -3] Temporary failure in name resolution", "hub_unreachable"),
+    (
+        "ssl.SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed:"
+        " self-signed certificate in certificate chain (_ssl.c:1006)",
+        "hub_unreachable",
+    ),
+    # torch's shared-memory objects live in /dev/shm; the errno after them decides (errors.md 4.3)
+    (
+        "RuntimeError: unable to open shared memory object </torch_1234_567_8> in read-write mode:"
+        " No space left on device (28)",
+        "shared_memory_exhausted",
+    ),
+    (
+        "RuntimeError: unable to open shared memory object </torch_1234_567_8> in read-write mode:"
+        " Too many open files (24)",
+        "unknown_failure",
+    ),
     # signals (errors.md §4.5)
     ("Bus error", "shared_memory_exhausted"),
     ("INFO 09-26 08:11:02 [launcher.py:88] Bus error", SILENT),
@@ -58,3 +75,17 @@ LINES = [
 def test_os_layer_line(line, cause):
     got = [d.id for d in triage_text(line + "\n").diagnoses]
     assert (got[0] if got else SILENT) == cause, got
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "OSError: [Errno 24] Too many open files",
+        "RuntimeError: unable to open shared memory object </torch_1_2_3> in read-write mode: Too many open files (24)",
+    ],
+)
+def test_too_many_open_files_stays_unexplained_with_its_remedy(line):
+    """errors.md 4.1 / 4.3: EMFILE is unknown_failure; the report still says to raise the descriptor limit."""
+    top = triage_text(line + "\n").diagnoses[0]
+    assert top.id == "unknown_failure"
+    assert any("ulimit -n" in r.text for r in top.remedies), top.remedies

@@ -234,6 +234,9 @@ class FailureEvents(Transformer):
 
     def shm(self, head, tail=None):
         text, rest = str(head), str(tail or "")
+        if text.startswith("unable to open shared memory object") and "No space left on device" not in rest:
+            # torch names the errno after the object (errors.md 4.3): EMFILE and the others are no shm shortage
+            raise ValueError("a shared memory object that failed for another reason (too many open files)")
         if text == "No space left on device" and not re.search(r"/dev/shm|shm|torch_\d", rest + text):
             path = re.search(r"""['"]([~/.\w][^'"]*)['"]""", rest)
             return {"kind": "disk_full", "problem": "no space left on device", "path": path.group(1) if path else None}
@@ -369,6 +372,7 @@ _SHM_PROBLEMS = {
     "Bus error (core dumped)": "bus error",
     "/dev/shm has only": "small /dev/shm",
     "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: shared memory too small)",
+    "unable to open shared memory object </torch_": "PyTorch could not create a shared-memory object in /dev/shm",
 }
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
