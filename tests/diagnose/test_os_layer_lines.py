@@ -14,6 +14,8 @@ LINES = [
     ("PermissionError: [Errno 13] Permission denied: '/models/llama-3-8b/config.json'", "unknown_failure"),
     ("OSError: [Errno 28] No space left on device: '/dev/shm/psm_1a2b3c'", "shared_memory_exhausted"),
     ("OSError: [Errno 28] No space left on device: '/root/.cache/huggingface/hub/x'", "disk_space_exhausted"),
+    ("OSError: [Errno 28] No space left on device: '/dev/shm'", "shared_memory_exhausted"),
+    ("OSError: [Errno 28] No space left on device: '/home/hashmap/.cache/huggingface/hub/x'", "disk_space_exhausted"),
     ("OSError: [Errno 99] Cannot assign requested address", "invalid_arguments"),
     ("zmq.error.ZMQError: Cannot assign requested address (addr='tcp://10.0.0.5:13345')", "nccl_failure"),
     ("TimeoutError: [Errno 110] Connection timed out", "hub_unreachable"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from triage.parse.lark_runtime import Token, Transformer
+from triage.parse.layer_hints import is_shm_path
 from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
 
@@ -237,9 +238,16 @@ class FailureEvents(Transformer):
         if text.startswith("unable to open shared memory object") and "No space left on device" not in rest:
             # torch names the errno after the object (errors.md 4.3): EMFILE and the others are no shm shortage
             raise ValueError("a shared memory object that failed for another reason (too many open files)")
-        if text == "No space left on device" and not re.search(r"/dev/shm|shm|torch_\d", rest + text):
+        if text == "No space left on device":
+            # the path decides (errors.md 9, trap 7): a quoted one by where it lies, else the words around
             path = re.search(r"""['"]([~/.\w][^'"]*)['"]""", rest)
-            return {"kind": "disk_full", "problem": "no space left on device", "path": path.group(1) if path else None}
+            on_shm = is_shm_path(path.group(1)) if path else re.search(r"/dev/shm|\bshm\b|torch_\d", rest)
+            if not on_shm:
+                return {
+                    "kind": "disk_full",
+                    "problem": "no space left on device",
+                    "path": path.group(1) if path else None,
+                }
         path = re.search(r"(/dev/shm/\S+)", rest)
         size = re.search(r"\(size (\d+)\)|to (\d+) bytes|only (\d+) bytes", rest)
         return {

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from triage.parse.layer_hints import is_shm_path
 from triage.timeline.errno_table import NAMES, TEXTS
 
 _BY_TEXT = {text.lower(): NAMES[n] for n, text in TEXTS.items()}
@@ -31,7 +32,6 @@ _BY_TEXT = {text.lower(): NAMES[n] for n, text in TEXTS.items()}
 _TEXT_AFTER = re.compile(r"\[Errno -?\d+\] ([^:'\n]+)")
 _TEXT_BEFORE = re.compile(r"(?:^|: )([A-Z][a-z][^:()\n]*?) \((?:os error |errno: )?\d{1,4}\)")
 _TEXT_FIRST = re.compile(r"^([A-Z][a-z][^:()\n]*?)(?: \(|:|$)")  # pyzmq: `<text> (addr='tcp://...')`
-_SHM_PATH = re.compile(r"^/dev/shm/|^/?(?:torch_\d|nccl-|psm_|vllm_shm|sem\.)")
 _CACHE_WORDS = ("cache", ".lock", "/tmp", "huggingface", ".triton", "torch_extensions", "/.config", "xdg")
 # Module prefixes (dotted, as root_exception._module gives them) and what raising there is about.
 _MODULES = (
@@ -68,7 +68,7 @@ def errno_name(message: str, number: int | None) -> str | None:
 def about(path: str | None, modules: Iterable[str | None], message: str) -> str | None:
     """What the error concerns (see the module's docstring), or None where the log does not say."""
     if path:
-        if _SHM_PATH.search(path):
+        if is_shm_path(path):
             return "shm"
         if any(w in path.lower() for w in _CACHE_WORDS):
             return "cache"
