@@ -61,6 +61,11 @@ LINES = [
     ),
     # the loader's line for an executable: the library decides (taxonomy v2 tie-break)
     (
+        "undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+        "package_version_mismatch",
+    ),
+    ("INFO 09-26 14:31:18 [x.py:1] checking for undefined symbol: foo in the plugin table", SILENT),
+    (
         "/usr/bin/python3: error while loading shared libraries: libcudart.so.12: cannot open shared object"
         " file: No such file or directory",
         "package_version_mismatch",

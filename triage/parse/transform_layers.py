@@ -222,6 +222,10 @@ class LayerEvents(Transformer):
             "driver": bool(name) and name.startswith(_DRIVER_LIBS) and problem == "missing shared library",
         }
 
+    def undefined_symbol(self, head, tail=None):
+        symbol = str(head).split(": ", 1)[1]
+        return {"kind": "loader_error", "problem": "undefined symbol", "library": None, "symbol": symbol[:200]}
+
     def package_mismatch(self, head, tail=None):
         text = str(head)
         problems = {

@@ -38,6 +38,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "NCCL_HEAD": ("NCCL error",),
     "NCCL_CODE": ("nccl",),
     "KILLED_LINE": ("Killed", "Bus error"),
+    "UNDEFINED_SYMBOL": ("undefined symbol: ",),
     "SIGNAL_EXIT": (
         "exitcode=-SIG",
         "failed (exitcode: -",
@@ -152,6 +153,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "NCCL_HEAD": "",
     "NCCL_CODE": "",
     "KILLED_LINE": "",
+    "UNDEFINED_SYMBOL": "",
     "SHELL_JOB": r"[\w: ]",
     "USAGE_HEAD": r"[\w.\- ]",
     "NO_VLLM_IMPL": r"[\w. ]",
