@@ -127,10 +127,16 @@ def _text_column(header: list[str]) -> int:
 
 
 def _first_code(cells: list[str]) -> str | None:
+    """The cell's first code span; where the cell opens with prose, its first span that reads as a
+    printed line (has a space): `safe_open` in "safetensors `safe_open` mmap failure: ... printed as
+    `OSError: ...`" names a function, the text the log holds comes later."""
     for cell in cells[:1]:
-        m = re.search(r"``(.+?)``|`([^`]+)`", cell)
-        if m:
-            return (m.group(1) or m.group(2)).strip()
+        spans = [(m.group(1) or m.group(2)).strip() for m in re.finditer(r"``(.+?)``|`([^`]+)`", cell)]
+        if not spans:
+            return None
+        if cell.lstrip().startswith("`"):
+            return spans[0]
+        return next((s for s in spans if " " in s), spans[0])
     return None
 
 
@@ -143,9 +149,13 @@ def _fill_angles(text: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
-def _expected(cell: str, ids: dict[str, str], previous: frozenset[str]) -> frozenset[str] | None:
+def _expected(
+    cell: str, ids: dict[str, str], previous: frozenset[str], table: frozenset[str] = frozenset()
+) -> frozenset[str] | None:
     """The causes a Cause cell allows; None where it names none the taxonomy has (left unscored)."""
     plain = cell.replace("*", "")
+    if plain.startswith("same") and ", by " in plain:
+        return table  # "same as above, by library": the cause of the row above that names this thing
     if plain.startswith("same"):
         return previous
     named = {ADOPTED_AS.get(w, w) for w in re.findall(r"[a-z][a-z_]+[a-z]", plain)}
@@ -175,13 +185,15 @@ def errors_rows(shared: Path) -> list[Row]:
         wrap_cuda = "CUDA text" in header  # §2.2: torch prints the runtime's text after `CUDA error: ` (§2.1)
         nccl_warn = header[0].startswith("WARN text")  # §3.4: NCCL prints them in its WARN line format (§3.3)
         previous: frozenset[str] = WRAPPER
+        table: frozenset[str] = frozenset()  # every cause the table's rows so far name
         for cells in body:
             if len(cells) != len(header):
                 continue
             key = _first_code(cells[_text_column(header) : header.index("Cause")])
-            want = _expected(cells[header.index("Cause")], ids, previous)
+            want = _expected(cells[header.index("Cause")], ids, previous, table)
             if want is not None:
                 previous = want
+                table |= want - WRAPPER
             if key is None or want is None:
                 continue
             line = _fill_angles(key)

@@ -229,7 +229,7 @@ def _norm_level(level: str | None) -> str | None:
 _RECORD_START = LazyPattern(
     rf"Traceback \(most recent call last\)|  File \"|\+-|\|\s|\d{{4}}-\d\d-\d\d[ T]|(?:{LEVELS})\b"
     r"|[A-Z][\w.]*(?:Error|Exception|Interrupt)(?::|$)"
-    r"|(?:Killed|Terminated|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$"
+    r"|(?:Killed|Terminated|Bus error|Illegal instruction|[A-Z][a-z]+(?: [a-z]+)* \(core dumped\))$"
 )  # a shell's job report
 
 

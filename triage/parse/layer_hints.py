@@ -8,6 +8,8 @@ the layers under vLLM (../shared/errors.md) stay together.
 
 from __future__ import annotations
 
+import re
+
 LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DEVICE_ERROR": (
         "CUDA error:",
@@ -79,3 +81,12 @@ LAYER_HINT_LOOKBACK: dict[str, str] = {
     "CONFIG_INVALID": "",
     "COLLECTIVE_HEAD": "",
 }
+
+# A file in /dev/shm, or a shared-memory segment named the way torch (`/torch_<pid>_...`), NCCL
+# (`nccl-*`), psm / vLLM's message queue (`psm_*`) or POSIX semaphores name theirs (errors.md 4.1, 4.3).
+_SHM_PATH = re.compile(r"^/dev/shm(?:/|$)|^/?(?:torch_\d|nccl-|psm_|vllm_shm|sem\.)")
+
+
+def is_shm_path(path: str) -> bool:
+    """Does this path lie in /dev/shm (a full one there is shared memory, elsewhere a disk)?"""
+    return bool(_SHM_PATH.search(path))

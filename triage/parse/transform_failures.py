@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from triage.parse.lark_runtime import Token, Transformer
+from triage.parse.layer_hints import is_shm_path
 from triage.parse.transform_common import inline_children, whole
 from triage.units import parse_size
 
@@ -234,9 +235,19 @@ class FailureEvents(Transformer):
 
     def shm(self, head, tail=None):
         text, rest = str(head), str(tail or "")
-        if text == "No space left on device" and not re.search(r"/dev/shm|shm|torch_\d", rest + text):
+        if text.startswith("unable to open shared memory object") and "No space left on device" not in rest:
+            # torch names the errno after the object (errors.md 4.3): EMFILE and the others are no shm shortage
+            raise ValueError("a shared memory object that failed for another reason (too many open files)")
+        if text == "No space left on device":
+            # the path decides (errors.md 9, trap 7): a quoted one by where it lies, else the words around
             path = re.search(r"""['"]([~/.\w][^'"]*)['"]""", rest)
-            return {"kind": "disk_full", "problem": "no space left on device", "path": path.group(1) if path else None}
+            on_shm = is_shm_path(path.group(1)) if path else re.search(r"/dev/shm|\bshm\b|torch_\d", rest)
+            if not on_shm:
+                return {
+                    "kind": "disk_full",
+                    "problem": "no space left on device",
+                    "path": path.group(1) if path else None,
+                }
         path = re.search(r"(/dev/shm/\S+)", rest)
         size = re.search(r"\(size (\d+)\)|to (\d+) bytes|only (\d+) bytes", rest)
         return {
@@ -266,11 +277,33 @@ class FailureEvents(Transformer):
             )
         return out
 
-    def killed(self, _tok):
-        return {"kind": "killed"}
+    def killed(self, tok):
+        return {"kind": "killed", "signal": "SIGBUS" if str(tok).startswith("Bus") else "SIGKILL"}
 
     def shell_job(self, head, tail=None):
         return {"kind": "killed", "signal": "SIGBUS" if str(head).endswith("Bus error") else "SIGKILL"}
+
+    def signal_exit(self, head, tail=None):
+        text = str(head)
+        named = re.search(r"SIG[A-Z]+", text)
+        said = re.search(r"killed by signal: (.+)$", text)
+        number = re.search(r"exitcode: -(\d+)", text)
+        signal = (
+            named.group(0)
+            if named
+            else "SIGILL"
+            if "invalid opcode" in text
+            else _LINUX_SIGNALS.get(int(number.group(1)), "")
+            if number
+            else _STRSIGNAL.get(said.group(1) if said else "", "")
+        )
+        if said and signal == "SIGBUS":  # torch's DataLoader: a worker's shared-memory batch could not be backed
+            return {"kind": "shm_problem", "problem": "a DataLoader worker died of a bus error (shared memory)"}
+        if signal in ("SIGKILL", "SIGBUS"):
+            return {"kind": "killed", "signal": signal}
+        if signal in ("SIGSEGV", "SIGILL", "SIGABRT", "SIGFPE"):
+            return {"kind": "process_crash", "signal": signal, "detail": f"{signal}: {text} {tail or ''}".strip()[:300]}
+        raise ValueError("a stop signal (SIGTERM, SIGINT) or one this table does not know: not a cause by itself")
 
     def crash(self, head, tail=None):
         text = str(head)
@@ -296,6 +329,17 @@ class FailureEvents(Transformer):
         return {"kind": "usage_error", "message": str(tail or "")[:300]}
 
 
+# Linux's numbers of the fatal signals (errors.md 4.5): a negative exit code is the signal that ended a child
+_LINUX_SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV"}
+# strsignal(3)'s texts (glibc), as torch's DataLoader and the shell print them
+_STRSIGNAL = {
+    "Killed": "SIGKILL",
+    "Bus error": "SIGBUS",
+    "Segmentation fault": "SIGSEGV",
+    "Illegal instruction": "SIGILL",
+    "Aborted": "SIGABRT",
+    "Floating point exception": "SIGFPE",
+}
 _CRASH_SIGNALS = (
     ("Segmentation fault", "SIGSEGV"),
     ("Illegal instruction", "SIGILL"),
@@ -335,6 +379,8 @@ _SHM_PROBLEMS = {
     "SIGBUS received": "bus error",
     "Bus error (core dumped)": "bus error",
     "/dev/shm has only": "small /dev/shm",
+    "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: shared memory too small)",
+    "unable to open shared memory object </torch_": "PyTorch could not create a shared-memory object in /dev/shm",
 }
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501

@@ -196,7 +196,10 @@ class LayerEvents(Transformer):
         text, rest = str(head), str(tail or "")
         if "libnccl-net" in text or "No plugin found" in rest or "NCCL INFO" in rest:
             raise ValueError("NCCL's probe for a network plugin: harmless")
-        library = re.match(r"([\w.+\-/]*\.so(?:\.\w+)*):", text)
+        # glibc's own line for an executable names the library as its DT_NEEDED entry says it
+        library = re.match(r"error while loading shared libraries: ([\w.+\-]+):", text) or re.match(
+            r"([\w.+\-/]*\.so(?:\.\w+)*):", text
+        )
         lib = library.group(1) if library else None
         name = lib.rsplit("/", 1)[-1] if lib else None
         if "undefined symbol" in text:
@@ -218,6 +221,10 @@ class LayerEvents(Transformer):
             "symbol": symbol[:200] if symbol else None,
             "driver": bool(name) and name.startswith(_DRIVER_LIBS) and problem == "missing shared library",
         }
+
+    def undefined_symbol(self, head, tail=None):
+        symbol = str(head).split(": ", 1)[1]
+        return {"kind": "loader_error", "problem": "undefined symbol", "library": None, "symbol": symbol[:200]}
 
     def package_mismatch(self, head, tail=None):
         text = str(head)

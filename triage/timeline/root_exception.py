@@ -16,6 +16,7 @@ from typing import Any
 
 from triage.model import events as ev
 from triage.patterns import LazyPattern
+from triage.timeline.errno_about import about, errno_name
 from triage.timeline.signals import Signal
 
 # Exception classes that mean "the network is not there" whatever raised them.
@@ -123,18 +124,29 @@ def exception_fields(signal: Signal) -> dict[str, Any]:
     errno = _errno(message)
     missing, kind, install = _missing(cls_path, message, module, errno)
     said = f"{message} {signal.exception.message if signal.exception else ''}"  # the root's and the wrapper's
+    path = _path(message)
     return {
         "exception_class": cls_path.rsplit(".", 1)[-1],
         "exception_module": cls_path.rsplit(".", 1)[0] if "." in cls_path else None,
         "errno": errno,
         "module": module,
-        "path": _path(message),
+        "path": path,
+        "errno_name": errno_name(message, errno),
+        "about": about(path, _modules_inside_out(signal, tb), said),
         "missing": missing,
         "missing_kind": kind,
         "install": install,
         "deadline_s": _deadline(said),
         "timeout_kind": _timeout_kind(said),
     }
+
+
+def _modules_inside_out(signal: Signal, tb: Any) -> list[str | None]:
+    """The modules of the root traceback's frames, innermost first, then the rest of the chain's."""
+    frames = list(reversed(tb.frames)) if tb is not None else []
+    if signal.chain is not None:
+        frames += [f for t in reversed(signal.chain.tracebacks) for f in reversed(t.frames)]
+    return [_module(f.file) for f in frames]
 
 
 def _timeout_kind(message: str) -> str | None:

@@ -288,6 +288,9 @@ class SignalKilled(Event, frozen=True, kw_only=True):
     ends_server = death = True
     signal: str = "SIGKILL"
 
+    def counts_as_error(self, level: str | None, in_traceback: bool, headed: bool) -> bool:
+        return level not in CHATTER_LEVELS  # a logger's INFO/WARNING line that reads `Killed` reports no kill here
+
     def describe(self) -> str | None:
         return self.signal
 
