@@ -335,6 +335,7 @@ _SHM_PROBLEMS = {
     "SIGBUS received": "bus error",
     "Bus error (core dumped)": "bus error",
     "/dev/shm has only": "small /dev/shm",
+    "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: insufficient shared memory)",
 }
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
