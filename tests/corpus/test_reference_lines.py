@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # layer's errnos by name and by what they are about, a bare `Bus error`, SIGILL as a build for another
 # CPU, torch's DataLoader bus error, glibc's loader line for an executable, the reference's
 # `printed as` key text and its "same as above, by library" rows read as written; 196: a bare
-# `undefined symbol: <mangled>` paste).
+# `undefined symbol: <mangled>` paste; the blind set's families add none beyond these).
 FLOOR = 196
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.

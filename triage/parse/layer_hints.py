@@ -69,6 +69,8 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "Gloo connectFullMesh failed",
         "ZE_RESULT_ERROR_",
     ),
+    # `python -m M` with M's package missing: runpy's own line (`<python>: No module named M`)
+    "RUNPY_MISSING": ("ModuleNotFoundError: No module named", ": No module named"),
 }
 
 LAYER_HINT_LOOKBACK: dict[str, str] = {
@@ -80,6 +82,7 @@ LAYER_HINT_LOOKBACK: dict[str, str] = {
     "DISK_FULL": r"[\w ]",
     "CONFIG_INVALID": "",
     "COLLECTIVE_HEAD": "",
+    "RUNPY_MISSING": r"[\w.(]",
 }
 
 # A file in /dev/shm, or a shared-memory segment named the way torch (`/torch_<pid>_...`), NCCL

@@ -275,12 +275,27 @@ class LayerEvents(Transformer):
         repo = quoted.group(1) if quoted else None
         return {"kind": "repo_not_found", "repo": repo, "local": bool(repo) and repo[0] in "/.~"}
 
+    def runpy_missing(self, head, tail=None):
+        """`python -m M` whose package is missing: runpy's line read as the exception it reports."""
+        name = re.match(r"\s*'?([\w.]+)'?\)?\s*$", str(tail or ""))
+        if not name:
+            raise ValueError("runpy's report cut before the module's name")
+        return {"kind": "exception", "type": "ModuleNotFoundError", "message": f"No module named '{name.group(1)}'"}
+
     def files_corrupt(self, head, tail=None):
         text, rest = str(head), str(tail or "")
-        lfs = "HeaderTooLarge" in rest or "header too large" in rest or "invalid load key, 'v'" in f"{text} {rest}"
+        # a Git LFS pointer is text starting `version https://git-lfs...`: pickle's first byte `v` (118)
+        lfs = (
+            "HeaderTooLarge" in rest
+            or "header too large" in rest
+            or "invalid load key, 'v'" in f"{text} {rest}"
+            or (text.endswith("Unsupported operand") and rest.split(".")[0].strip() == "118")
+        )
         problem = {
             "Error while deserializing header:": f"safetensors header unreadable ({rest.split('[')[0].strip()[:80]})",
             "invalid load key,": "a pickle checkpoint that is not one",
+            "WeightsUnpickler error: Unsupported operand": "a .bin/.pt checkpoint that is not a pickle (torch.load "
+            "met a byte no pickle holds)",
             "PytorchStreamReader failed reading zip archive": "a truncated .bin/.pt checkpoint",
         }.get(text, "a truncated safetensors file")
         return {"kind": "model_files_corrupt", "problem": problem, "lfs_pointer": lfs}

@@ -114,7 +114,16 @@ class Attempt(Struct):
             return warned[0]
         if roots:
             return roots[0]
-        return live[0] if live else None
+        if not live:
+            return None
+        # No error says why and the first signal only says a process died: a later death that
+        # states how it ended says more (vLLM's `Failed core proc(s): {'EngineCore': -9}` after
+        # its exit-code-less `Engine core process EngineCore died unexpectedly.`).
+        if all(e.death for e in live[0].events) and not _exit_code(live[0]):
+            coded = [s for s in live[1:] if _exit_code(s)]
+            if coded:
+                return coded[0]
+        return live[0]
 
     def _cause_of_death(self, wrapper: Signal) -> Signal | None:
         """The root error printed next to a wrapper saying a process died after readiness."""
@@ -311,6 +320,11 @@ class Timeline:
                     previous.chain = chain
                 return
         attempt.add_signal(signal)
+
+
+def _exit_code(signal: Signal) -> bool:
+    """Whether a signal's death states the process's exit code."""
+    return any(isinstance(e, ev.ProcessDied) and e.exit_code is not None for e in signal.events)
 
 
 def _phase_from_siblings(attempt: Attempt) -> None:
