@@ -23,10 +23,10 @@ NOT_STARTUP = {"benign", "internal"}
 SENTENCE_WORDS = 6  # a table text this long is matched without its wrapper
 # where each family's text is printed: the wrapper right before it
 CONTEXTS = {
-    "cuda-runtime": r"(?:(?:CUDA|HIP|Hip|XPU) error:\s+|Cuda failure (?:\d{1,4} )?'|CUDA_ERROR_[A-Z_]{1,60}:\s+|"
-    r"cudaError[A-Za-z]{1,60}:\s+|Triton Error \[(?:CUDA|HIP)\]:\s+|Cuda error \S{1,200} '|CUDA error \d{1,4} '|"
-    r"Error \d{1,4}:\s+)",
-    "nccl": r"NCCL error(?: in: [^,]{0,300},|:)\s*",
+    "cuda-runtime": r"(?:(?:CUDA|HIP|Hip|XPU) error:\s+|Cuda failure '|Cuda failure \d{1,4} '|"
+    r"CUDA_ERROR_[A-Z_]{1,60}:\s+|cudaError[A-Za-z]{1,60}:\s+|Triton Error \[(?:CUDA|HIP)\]:\s+|"
+    r"Cuda error \S{1,200} '|CUDA error \d{1,4} '|Error \d{1,4}:\s+)",
+    "nccl": r"NCCL error(?: in: [^,]{0,200},|:)\s*",
 }
 WARN_CONTEXT = r"NCCL WARN\s+"
 NAMED_FAMILIES = ("cuda-runtime", "cublas", "cudnn", "nccl")  # enum names are matched as words

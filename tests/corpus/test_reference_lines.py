@@ -22,8 +22,9 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # peer-access and device-ordinal families, missing names in packages; 184 -> 187: c10d's rendezvous
 # port, bash's non-interactive Killed job report, transformers' remote-code refusal; 187 -> 192: the
 # native layers' catalogue, NCCL WARNs of a CUDA allocation, two ranks on one GPU, an unmappable or
-# unopenable segment, read as failures and named by NCCL's own WARN formats).
-FLOOR = 192
+# unopenable segment, read as failures and named by NCCL's own WARN formats; 192 -> 196: a cuBLAS
+# status, the runtime's invalid device function / peer access and NCCL's result sentences pasted bare).
+FLOOR = 196
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.
 STANDING = {
