@@ -10,10 +10,12 @@ table's accessor or the source line), never a binary and never NVIDIA's code.
   through ctypes for every code in the table's range (a pure lookup: no GPU or driver needed),
   and the wheel and the object are deleted at once. The dump runs in a child process: a library
   that aborts on load costs that table only.
+* HIP's ``hipGetErrorString`` table: read the same way from ROCm/clr release tags (``--rocm-clr-repo``).
 * NCCL's ``WARN(...)`` formats and older ``ncclGetErrorString`` texts: read with ``git show``
   from a clone of the NVIDIA/nccl repository at several release tags (``--nccl-repo``).
 
-    python scripts/catalogue/native.py --cache /tmp/native-src --nccl-repo /path/to/nccl.git
+    python scripts/catalogue/native.py --cache /tmp/native-src --nccl-repo /path/to/nccl.git \\
+        --rocm-clr-repo /path/to/clr.git
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ WHEELS: list[tuple[str, str, str, str, tuple[str, ...]]] = [
 # NCCL release tags whose sources are read (the WARN formats changed across them; 2.11 is the
 # last with posix_fallocate, 2.29 the last with "Duplicate GPU detected").
 NCCL_TAGS = ["v2.11.4-1", "v2.18.6-1", "v2.21.5-1", "v2.26.6-1", "v2.29.7-1", "v2.30.7-1"]
+# ROCm/clr tags whose hipGetErrorString table (hipamd/src/hip_error.cpp) is read; the repository
+# starts at 5.6 (texts replaced the enum names in 2022, errors.md §2.2)
+HIP_TAGS = ["rocm-5.6.0", "rocm-6.0.0", "rocm-6.1.0", "rocm-6.2.2"]
+HIP_FILE = "hipamd/src/hip_error.cpp"
 
 # The accessor of each family, and the codes tried: (name function or None, text function, codes)
 ACCESSORS = {
@@ -179,6 +185,26 @@ def nccl_sources(repo: Path) -> tuple[list[dict], list[dict]]:
     return list(formats.values()), list(tables.values())
 
 
+def hip_sources(repo: Path) -> list[dict]:
+    """hipGetErrorString's table (``ihipGetErrorString``'s switch) at each ROCm/clr tag."""
+    rows: dict[tuple[str, str], dict] = {}
+    for tag in HIP_TAGS:
+        version = tag.removeprefix("rocm-")
+        text = subprocess.run(["git", "-C", str(repo), "show", f"{tag}:{HIP_FILE}"],
+                              check=True, capture_output=True, text=True).stdout  # fmt: skip
+        start = text.index("ihipGetErrorString(")
+        body = text[start : text.index("\n}", start)]
+        for m in re.finditer(r"case\s+(hip\w+)\s*:\s*return\s+\"((?:[^\"\\]|\\.)*)\"", body):
+            if m.group(1) == "hipSuccess":
+                continue
+            rec = rows.setdefault((m.group(1), m.group(2)), {"family": "hip", "package": "ROCm/clr", "file": HIP_FILE,
+                                  "function": "hipGetErrorString", "code": m.group(1), "name": m.group(1),
+                                  "text": m.group(2), "versions": []})  # fmt: skip
+            rec["line"] = text[: start + m.start()].count("\n") + 1
+            rec["versions"].append(version)
+    return sorted(rows.values(), key=lambda r: (r["line"], r["name"]))
+
+
 def _warns(text: str):
     """('warn', (parts, line)) per WARN call; ('syscheck', ...) per SYSCHECK call site: the macro's
     WARN("Call to " name " failed: %s") expanded with the name that site passes."""
@@ -194,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--nccl-repo", type=Path, required=True, help="a clone (or bare git dir) of NVIDIA/nccl")
+    ap.add_argument("--rocm-clr-repo", type=Path, required=True, help="a clone (or bare git dir) of ROCm/clr")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     tables: list[dict] = []
@@ -206,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         "schema_version": 1,
         "wheels": [{"family": f, "package": w, "version": v, "file": o} for f, w, v, o, _ in WHEELS],
         "nccl_tags": NCCL_TAGS,
+        "hip_tags": HIP_TAGS,
+        "hip_source_tables": hip_sources(args.rocm_clr_repo),
         "tables": tables,
         "nccl_source_tables": sorted(nccl_tables, key=lambda r: (r["line"], r["text"])),
         "formats": sorted(formats, key=lambda r: (r["file"], r["line"], json.dumps(r["parts"]))),

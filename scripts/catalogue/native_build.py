@@ -28,8 +28,9 @@ CONTEXTS = {
     r"Cuda error \S{1,200} '|CUDA error \d{1,4} '|Error \d{1,4}:\s+)",
     "nccl": r"NCCL error(?: in: [^,]{0,200},|:)\s*",
 }
+CONTEXTS["hip"] = CONTEXTS["cuda-runtime"]  # hipified torch prints `HIP error: ` (ROCm builds may say CUDA)
 WARN_CONTEXT = r"NCCL WARN\s+"
-NAMED_FAMILIES = ("cuda-runtime", "cublas", "cudnn", "nccl")  # enum names are matched as words
+NAMED_FAMILIES = ("cuda-runtime", "hip", "cublas", "cudnn", "nccl")  # enum names are matched as words
 
 
 def _text_pattern(text: str) -> str:
@@ -46,6 +47,7 @@ def releases(ext: dict) -> dict[str, list[str]]:
         out.setdefault(w["family"], []).append(w["version"])
     nccl = [t[1:].rsplit("-", 1)[0] for t in ext["nccl_tags"]]
     out["nccl"] = sorted(set(nccl + out.get("nccl", [])), key=lambda v: tuple(int(x) for x in v.split(".")))
+    out["hip"] = [t.removeprefix("rocm-") for t in ext["hip_tags"]]
     return out
 
 
@@ -67,6 +69,8 @@ def _records(ext: dict) -> list[dict]:
         rec["versions"] = sorted(set(rec["versions"]) | set(t["versions"]))
         if "wheel" not in rec:
             rec.update(file=t["file"], line=t["line"], wheel=f"NVIDIA/nccl v{max(t['versions'])}")
+    for t in ext["hip_source_tables"]:
+        merged[("hip", t["name"], t["text"])] = {**t, "wheel": f"ROCm/clr rocm-{t['versions'][-1]}"}
     return list(merged.values())
 
 
@@ -186,7 +190,8 @@ def coverage(doc: dict, stats: dict) -> list[str]:
         "",
         "Native layers (scripts/catalogue/native.py, native_build.py): the error tables of the",
         "shipped libraries (cudaGetErrorString, cublasGetStatusName, cudnnGetErrorString,",
-        "ncclGetErrorString) and NCCL's WARN formats. 'kept': codes and formats matched (less",
+        "ncclGetErrorString), HIP's hipGetErrorString (ROCm/clr tags) and NCCL's WARN formats",
+        "(NVIDIA/nccl tags). 'kept': codes and formats matched (less",
         "teardown, internal and carry-on ones, under 'not startup'); 'named': those naming a cause.",
         "",
         f"{'family':<16} {'release':<12} {'kept':>5} {'named':>6} {'share':>7} {'vague':>6} {'not startup':>12}",

@@ -70,6 +70,18 @@ CUDA_RUNTIME: dict[str, str] = {
 }
 CUDA_BENIGN = {"CudartUnloading"}  # teardown after the real failure (errors.md §2.2, §9)
 
+# hipError<Name> -> the CUDA runtime's name of the same code where the two differ (errors.md §2.2);
+# the rest share the suffix (hipErrorInvalidDeviceFunction, hipErrorPeerAccessUnsupported, ...)
+HIP_AS_CUDA = {
+    "OutOfMemory": "MemoryAllocation",
+    "NotInitialized": "InitializationError",
+    "Deinitialized": "CudartUnloading",
+    "NoBinaryForGpu": "NoKernelImageForDevice",  # the gfx target is not in the build
+    "InvalidImage": "InvalidKernelImage",
+    "InvalidKernelFile": "InvalidPtx",
+    "ECCNotCorrectable": "ECCUncorrectable",
+}
+
 # CUBLAS_STATUS_<X> / CUDNN_STATUS_<X> (without the prefix) -> cause.
 CUBLAS: dict[str, str] = {
     "ALLOC_FAILED": OOM,  # errors.md §1.8: the handle's workspace did not fit
@@ -147,8 +159,9 @@ NCCL_CONNECT = re.compile(
 
 def table_cause(family: str, name: str) -> tuple[str, str]:
     """(cause, how) of one code of a native error table, by its enum name."""
-    if family == "cuda-runtime":
-        short = name.removeprefix("cudaError")
+    if family in ("cuda-runtime", "hip"):
+        short = name.removeprefix("cudaError").removeprefix("hipError")
+        short = HIP_AS_CUDA.get(short, short) if family == "hip" else short
         if short in CUDA_BENIGN:
             return "unknown_failure", "benign"
         return (CUDA_RUNTIME[short], "table") if short in CUDA_RUNTIME else ("unknown_failure", "none")

@@ -28,7 +28,7 @@ HOW = {"table", "wording", "benign", "internal", "none"}
 def test_schema_and_provenance():
     causes = set(yaml.safe_load((ROOT / "rules" / "taxonomy.yaml").read_text())["causes"])
     assert NATIVE["schema_version"] == 1
-    assert {"cuda-runtime", "cublas", "cudnn", "nccl"} <= set(NATIVE["releases"])
+    assert {"cuda-runtime", "hip", "cublas", "cudnn", "nccl"} <= set(NATIVE["releases"])
     assert {w["package"] for w in NATIVE["wheels"]} >= {"nvidia-cuda-runtime-cu12", "nvidia-nccl-cu12"}
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids))
@@ -65,6 +65,9 @@ def test_coverage_lists_the_native_releases():
         ("cuda-runtime", "cudaErrorCudartUnloading", "unknown_failure"),  # teardown noise
         ("cuda-runtime", "cudaErrorCompatNotSupportedOnDevice", "cuda_driver_mismatch"),
         ("cuda-runtime", "cudaErrorInvalidDevice", "parallelism_mismatch"),
+        ("hip", "hipErrorNoBinaryForGpu", "cuda_driver_mismatch"),  # the gfx target is not in the build
+        ("hip", "hipErrorInvalidDeviceFunction", "cuda_driver_mismatch"),
+        ("hip", "hipErrorOutOfMemory", "gpu_out_of_memory"),
         ("cublas", "CUBLAS_STATUS_NOT_INITIALIZED", "unknown_failure"),  # an OOM or a driver: undecided
         ("nccl", "ncclInvalidUsage", "unknown_failure"),  # the WARN before it says why
         ("nccl", "ncclSystemError", "nccl_failure"),
@@ -102,6 +105,10 @@ def _pastes(e: dict) -> list[str]:
         if name == "cudaErrorMemoryAllocation":
             forms += [f"torch.OutOfMemoryError: CUDA error: {t}", f"torch.cuda.OutOfMemoryError: CUDA error: {t}"]
         return forms
+    if e["package"] == "hip" and e["literal"] == " ".join(t.split()).rstrip("."):
+        return [f"RuntimeError: HIP error: {t}", f"HIP error: {t}", f"torch.AcceleratorError: HIP error: {t}"]
+    if e["package"] == "hip" and e["literal"] == name:  # ROCm before mid-2022 printed the enum name
+        return [f"RuntimeError: HIP error: {name}", f"Hip error: {name}"]
     if e["package"] == "cublas" and e["literal"] == name:
         return [f"RuntimeError: CUDA error: {name} when calling `cublasCreate(handle)`", f"CUDA error: {name}"]
     if e["package"] == "cudnn" and e["literal"] == name:
@@ -126,7 +133,7 @@ STANDING = {
 
 def test_every_family_has_pastes():
     packages = {i.split("-")[0] for i, _, _ in PASTES}
-    assert {"cuda", "cublas", "cudnn", "nccl"} <= packages, packages
+    assert {"cuda", "hip", "cublas", "cudnn", "nccl"} <= packages, packages
     assert len(PASTES) > 300
 
 
