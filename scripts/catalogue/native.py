@@ -46,6 +46,13 @@ WHEELS: list[tuple[str, str, str, str, tuple[str, ...]]] = [
     (
         "cudnn",
         "nvidia-cudnn-cu12",
+        "8.9.7.29",
+        "nvidia/cudnn/lib/libcudnn.so.8",
+        ("nvidia/cudnn/lib/libcudnn_ops_infer.so.8",),
+    ),
+    (
+        "cudnn",
+        "nvidia-cudnn-cu12",
         "9.27.0.42",
         "nvidia/cudnn/lib/libcudnn.so.9",
         ("nvidia/cudnn/lib/libcudnn_graph.so.9",),

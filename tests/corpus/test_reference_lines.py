@@ -23,8 +23,9 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # port, bash's non-interactive Killed job report, transformers' remote-code refusal; 187 -> 192: the
 # native layers' catalogue, NCCL WARNs of a CUDA allocation, two ranks on one GPU, an unmappable or
 # unopenable segment, read as failures and named by NCCL's own WARN formats; 192 -> 196: a cuBLAS
-# status, the runtime's invalid device function / peer access and NCCL's result sentences pasted bare).
-FLOOR = 196
+# status, the runtime's invalid device function / peer access and NCCL's result sentences pasted bare;
+# 196 -> 197: a watchdog timeout line cut inside its WorkNCCL fields).
+FLOOR = 197
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.
 STANDING = {
