@@ -10,6 +10,7 @@ table's accessor or the source line), never a binary and never NVIDIA's code.
   through ctypes for every code in the table's range (a pure lookup: no GPU or driver needed),
   and the wheel and the object are deleted at once. The dump runs in a child process: a library
   that aborts on load costs that table only.
+* The driver API's ``CUDA_ERROR_*`` names and codes, from cuda-bindings' ``cydriver.pxd``.
 * HIP's ``hipGetErrorString`` table: read the same way from ROCm/clr release tags (``--rocm-clr-repo``).
 * NCCL's ``WARN(...)`` formats and older ``ncclGetErrorString`` texts: read with ``git show``
   from a clone of the NVIDIA/nccl repository at several release tags (``--nccl-repo``).
@@ -67,6 +68,12 @@ NCCL_TAGS = ["v2.11.4-1", "v2.18.6-1", "v2.21.5-1", "v2.26.6-1", "v2.29.7-1", "v
 HIP_TAGS = ["rocm-5.6.0", "rocm-6.0.0", "rocm-6.1.0", "rocm-6.2.2"]
 HIP_FILE = "hipamd/src/hip_error.cpp"
 
+# The driver API's CUresult names (CUDA_ERROR_*): its texts live in the driver (libcuda), in no
+# wheel; the names and codes are in cuda-bindings' declarations. A driver code has the runtime
+# code's number and meaning (errors.md §2.5), so the build names its cause through the runtime's.
+DRIVER_WHEEL = ("cuda-bindings", "12.9.4", "cuda/bindings/cydriver.pxd")
+_CURESULT = re.compile(r"^\s+(CUDA_ERROR_[A-Z0-9_]+) = (\d+)\s*$", re.M)
+
 # The accessor of each family, and the codes tried: (name function or None, text function, codes)
 ACCESSORS = {
     "cuda-runtime": ("cudaGetErrorName", "cudaGetErrorString", range(1, 1000)),
@@ -122,6 +129,29 @@ def dump_wheel(family: str, wheel: str, version: str, obj: str, deps: tuple[str,
             continue
         rows.append({"family": family, "package": wheel, "version": version, "file": obj, "function": text_fn,
                      "code": code, "name": name or text, "text": text})  # fmt: skip
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(rows))
+    return rows
+
+
+def driver_names(cache: Path) -> list[dict]:
+    """CUresult names and codes from cuda-bindings' declarations (the wheel is deleted at once)."""
+    wheel, version, member = DRIVER_WHEEL
+    done = cache / "tables" / f"{wheel}-{version}.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    with tempfile.TemporaryDirectory(prefix="nativewheel-") as tmp:
+        pip = [sys.executable, "-m", "pip", "download", f"{wheel}=={version}", "--no-deps", "--only-binary=:all:"]
+        subprocess.run([*pip, "-q", "-d", tmp], check=True)
+        whl = next(Path(tmp).glob("*.whl"))
+        with zipfile.ZipFile(whl) as zf:
+            text = zf.read(member).decode("utf-8", "replace")
+        whl.unlink()
+    rows = [
+        {"family": "cuda-driver", "package": wheel, "version": version, "file": member, "function": "CUresult",
+         "code": int(m.group(2)), "name": m.group(1), "line": text[: m.start(1)].count("\n") + 1}
+        for m in _CURESULT.finditer(text)
+    ]  # fmt: skip
     done.parent.mkdir(parents=True, exist_ok=True)
     done.write_text(json.dumps(rows))
     return rows
@@ -239,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "schema_version": 1,
         "wheels": [{"family": f, "package": w, "version": v, "file": o} for f, w, v, o, _ in WHEELS],
+        "driver_names": driver_names(args.cache),
         "nccl_tags": NCCL_TAGS,
         "hip_tags": HIP_TAGS,
         "hip_source_tables": hip_sources(args.rocm_clr_repo),

@@ -30,7 +30,7 @@ CONTEXTS = {
 }
 CONTEXTS["hip"] = CONTEXTS["cuda-runtime"]  # hipified torch prints `HIP error: ` (ROCm builds may say CUDA)
 WARN_CONTEXT = r"NCCL WARN\s+"
-NAMED_FAMILIES = ("cuda-runtime", "hip", "cublas", "cudnn", "nccl")  # enum names are matched as words
+NAMED_FAMILIES = ("cuda-runtime", "cuda-driver", "hip", "cublas", "cudnn", "nccl")  # enum names are matched as words
 
 
 def _text_pattern(text: str) -> str:
@@ -48,6 +48,7 @@ def releases(ext: dict) -> dict[str, list[str]]:
     nccl = [t[1:].rsplit("-", 1)[0] for t in ext["nccl_tags"]]
     out["nccl"] = sorted(set(nccl + out.get("nccl", [])), key=lambda v: tuple(int(x) for x in v.split(".")))
     out["hip"] = [t.removeprefix("rocm-") for t in ext["hip_tags"]]
+    out["cuda-driver"] = sorted({d["version"] for d in ext["driver_names"]})
     return out
 
 
@@ -69,6 +70,16 @@ def _records(ext: dict) -> list[dict]:
         rec["versions"] = sorted(set(rec["versions"]) | set(t["versions"]))
         if "wheel" not in rec:
             rec.update(file=t["file"], line=t["line"], wheel=f"NVIDIA/nccl v{max(t['versions'])}")
+    runtime = {r["code"]: r for r in merged.values() if r["family"] == "cuda-runtime"}
+    for d in ext["driver_names"]:  # a driver code is the runtime code of its number (errors.md §2.5)
+        same = runtime.get(d["code"])
+        merged[("cuda-driver", d["name"], d["name"])] = {
+            **d,
+            "versions": [d["version"]],
+            "text": same["text"] if same else d["name"],
+            "as_runtime": same["name"] if same else None,
+            "wheel": f"{d['package']}=={d['version']}",
+        }
     for t in ext["hip_source_tables"]:
         merged[("hip", t["name"], t["text"])] = {**t, "wheel": f"ROCm/clr rocm-{t['versions'][-1]}"}
     return list(merged.values())
@@ -90,7 +101,10 @@ def _matchers(rec: dict) -> list[tuple[str, str]]:
 def table_entries(ext: dict, rel: dict[str, list[str]], stats: dict) -> list[dict]:
     out = []
     for rec in _records(ext):
-        cause, how = table_cause(rec["family"], rec["name"])
+        if rec["family"] == "cuda-driver":  # its cause is the runtime code's of the same number
+            cause, how = table_cause("cuda-runtime", rec["as_runtime"] or "")
+        else:
+            cause, how = table_cause(rec["family"], rec["name"])
         stats["native"].append((rec["family"], rec["versions"], cause, how in NOT_STARTUP))
         for pat, literal in _matchers(rec):
             out.append(

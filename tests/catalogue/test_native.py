@@ -28,7 +28,7 @@ HOW = {"table", "wording", "benign", "internal", "none"}
 def test_schema_and_provenance():
     causes = set(yaml.safe_load((ROOT / "rules" / "taxonomy.yaml").read_text())["causes"])
     assert NATIVE["schema_version"] == 1
-    assert {"cuda-runtime", "hip", "cublas", "cudnn", "nccl"} <= set(NATIVE["releases"])
+    assert {"cuda-runtime", "cuda-driver", "hip", "cublas", "cudnn", "nccl"} <= set(NATIVE["releases"])
     assert {w["package"] for w in NATIVE["wheels"]} >= {"nvidia-cuda-runtime-cu12", "nvidia-nccl-cu12"}
     ids = [e["id"] for e in ENTRIES]
     assert len(ids) == len(set(ids))
@@ -65,7 +65,8 @@ def test_coverage_lists_the_native_releases():
         ("cuda-runtime", "cudaErrorCudartUnloading", "unknown_failure"),  # teardown noise
         ("cuda-runtime", "cudaErrorCompatNotSupportedOnDevice", "cuda_driver_mismatch"),
         ("cuda-runtime", "cudaErrorInvalidDevice", "parallelism_mismatch"),
-        ("hip", "hipErrorNoBinaryForGpu", "cuda_driver_mismatch"),  # the gfx target is not in the build
+        ("hip", "hipErrorNoBinaryForGpu", "cuda_driver_mismatch"),
+        ("cuda-runtime", "cudaErrorPeerAccessUnsupported", "nccl_failure"),  # the gfx target is not in the build
         ("hip", "hipErrorInvalidDeviceFunction", "cuda_driver_mismatch"),
         ("hip", "hipErrorOutOfMemory", "gpu_out_of_memory"),
         ("cublas", "CUBLAS_STATUS_NOT_INITIALIZED", "unknown_failure"),  # an OOM or a driver: undecided
@@ -109,6 +110,8 @@ def _pastes(e: dict) -> list[str]:
         return [f"RuntimeError: HIP error: {t}", f"HIP error: {t}", f"torch.AcceleratorError: HIP error: {t}"]
     if e["package"] == "hip" and e["literal"] == name:  # ROCm before mid-2022 printed the enum name
         return [f"RuntimeError: HIP error: {name}", f"Hip error: {name}"]
+    if e["package"] == "cuda-driver":  # CuPy, numba, cuda-python: the driver's name, then its text
+        return [f"cupy_backends.cuda.api.driver.CUDADriverError: {name}: {t}", f"{name}: {t}"]
     if e["package"] == "cublas" and e["literal"] == name:
         return [f"RuntimeError: CUDA error: {name} when calling `cublasCreate(handle)`", f"CUDA error: {name}"]
     if e["package"] == "cudnn" and e["literal"] == name:
@@ -132,8 +135,8 @@ STANDING = {
 
 
 def test_every_family_has_pastes():
-    packages = {i.split("-")[0] for i, _, _ in PASTES}
-    assert {"cuda", "hip", "cublas", "cudnn", "nccl"} <= packages, packages
+    packages = {i.rsplit("-", 1)[0] for i, _, _ in PASTES}
+    assert {"cuda-runtime", "cuda-driver", "hip", "cublas", "cudnn", "nccl"} <= packages, packages
     assert len(PASTES) > 300
 
 
