@@ -316,6 +316,7 @@ def test_permission_denied_without_a_path_is_no_cache_folder():
         # a cuBLAS / cuDNN status the device table does not key, with or without torch's wrapper
         ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "CUDA"),
         ("CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "CUDA"),
+        ("CUDNN_STATUS_EXECUTION_FAILED", "CUDA"),  # the status alone
         ("RuntimeError: HIP error: CUDNN_STATUS_EXECUTION_FAILED", "HIP"),
         # NCCL WARNs whose meaning is not NCCL's transport, that no other family reads
         ("gpu-a:5512:5640 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 6291456 bytes", "NCCL"),
