@@ -27,11 +27,15 @@ sys.path.insert(0, str(HERE))
 
 from causes import cause_of  # noqa: E402
 from matchers import lines_of, longest_literal, pattern, prefix, too_vague  # noqa: E402
+from native_build import build_native  # noqa: E402
+from native_build import coverage as native_coverage  # noqa: E402
 from templates import render  # noqa: E402
 
 ROOT = HERE.parent.parent
 EXTRACTION = HERE / "extraction.json"
 CATALOGUE = ROOT / "rules" / "catalogue" / "vllm_errors.json"
+NATIVE_EXTRACTION = HERE / "native_extraction.json"
+NATIVE = ROOT / "rules" / "catalogue" / "native_errors.json"
 COVERAGE = ROOT / "rules" / "catalogue" / "COVERAGE.txt"
 SCHEMA_VERSION = 1
 # how a cause was decided that says a template is no user-facing startup error (causes.py)
@@ -140,12 +144,19 @@ def coverage(doc: dict, stats: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def outputs(extraction_path: Path = EXTRACTION) -> dict[Path, str]:
+def outputs(extraction_path: Path = EXTRACTION, native_path: Path = NATIVE_EXTRACTION) -> dict[Path, str]:
+    """The shipped files: vLLM's catalogue, the native layers' (native_build.py), the coverage table."""
     extraction = json.loads(extraction_path.read_text(encoding="utf-8"))
     doc, stats = build(extraction)
     shipped = dict(doc, entries=[{k: v for k, v in e.items() if k != "releases"} for e in doc["entries"]])
     text = json.dumps(shipped, separators=(",", ":"), ensure_ascii=True)
-    return {CATALOGUE: text + "\n", COVERAGE: coverage(doc, stats)}
+    native, native_stats = build_native(json.loads(native_path.read_text(encoding="utf-8")))
+    table = coverage(doc, stats) + "\n".join(native_coverage(native, native_stats)) + "\n"
+    return {
+        CATALOGUE: text + "\n",
+        NATIVE: json.dumps(native, separators=(",", ":"), ensure_ascii=True) + "\n",
+        COVERAGE: table,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         print("not the build's output: " + ", ".join(stale), file=sys.stderr)
         return 1
     if not args.check:
-        print(made[COVERAGE] + "written: " + ", ".join(str(p.relative_to(ROOT)) for p in (CATALOGUE, COVERAGE)))
+        print(made[COVERAGE] + "written: " + ", ".join(str(p.relative_to(ROOT)) for p in made))
     return 0
 
 

@@ -24,8 +24,12 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # layer's errnos by name and by what they are about, a bare `Bus error`, SIGILL as a build for another
 # CPU, torch's DataLoader bus error, glibc's loader line for an executable, the reference's
 # `printed as` key text and its "same as above, by library" rows read as written; 196: a bare
-# `undefined symbol: <mangled>` paste; the blind set's families add none beyond these).
-FLOOR = 196
+# `undefined symbol: <mangled>` paste; the blind set's families add none beyond these; then the
+# native layers' catalogue: NCCL WARNs of a CUDA allocation, two ranks on one GPU, an unmappable or
+# unopenable segment, read as failures and named by NCCL's own WARN formats; a cuBLAS status, the
+# runtime's invalid device function / peer access and NCCL's result sentences pasted bare; a watchdog
+# timeout line cut inside its WorkNCCL fields: 206 with the OS layer's).
+FLOOR = 206
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.
 STANDING = {

@@ -308,3 +308,51 @@ def test_permission_denied_without_a_path_is_no_cache_folder():
     e = one("PermissionError: [Errno 13] Permission denied", "not_writable")
     assert not e.cache
     assert one("PermissionError: [Errno 13] Permission denied: '/.cache/huggingface'", "not_writable").cache
+
+
+@pytest.mark.parametrize(
+    "text,layer",
+    [
+        # a cuBLAS / cuDNN status the device table does not key, with or without torch's wrapper
+        ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "CUDA"),
+        ("CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "CUDA"),
+        ("CUDNN_STATUS_EXECUTION_FAILED", "CUDA"),  # the status alone
+        ("RuntimeError: HIP error: CUDNN_STATUS_EXECUTION_FAILED", "HIP"),
+        # NCCL WARNs whose meaning is not NCCL's transport, that no other family reads
+        ("gpu-a:5512:5640 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 6291456 bytes", "NCCL"),
+        (
+            "gpu-a:5512:5640 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000",
+            "NCCL",
+        ),
+        ("gpu-a:5512:5640 [1] os/linux.cc:801 NCCL WARN Call to open failed: No such file or directory", "NCCL"),
+    ],
+)
+def test_native_texts_no_family_keys_are_native_errors(text, layer):
+    """A failure whose cause only the native catalogue names (rules/catalogue/native_errors.json)."""
+    e = one(text, "native_error")
+    assert e.layer == layer and e.text
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("invalid device function", "device_error"),  # the runtime's text pasted bare
+        ("peer access is not supported between these two devices", "device_error"),
+        ("unhandled system error (run with NCCL_DEBUG=INFO for details)", "nccl_error"),  # NCCL 2.18+ result text
+        ("remote process exited or there was a network error", "nccl_error"),
+        ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLRED", "nccl_error"),
+    ],
+)
+def test_bare_native_sentences_are_their_families(text, kind):
+    assert kind in kinds(text)
+
+
+def test_the_native_sentences_need_their_own_words():
+    """`out of memory`, `invalid usage` and `internal error` alone are too plain to read bare."""
+    for text in ("out of memory", "invalid usage", "internal error", "warning: invalid device", "CUBLAS_STATUS"):
+        assert not {"device_error", "native_error", "nccl_error", "cuda_error_oom"} & set(kinds(text)), text
+
+
+def test_torch_211_capability_warning_gives_the_capability():
+    e = one("Found GPU0 Tesla V100-SXM2-32GB which is of compute capability (CC) 7.0.", "torch_arch")
+    assert e.capability == "7.0"

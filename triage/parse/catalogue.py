@@ -32,8 +32,8 @@ class CatalogueHit(Struct, frozen=True):
     line: int  # the log line (so reading the hit cites it as evidence)
     cause: str
     id: str
-    exception: str  # the class vLLM raises (or `logger.error` ...)
-    package: str  # vllm, huggingface_hub, transformers, safetensors, torch
+    exception: str  # the class vLLM raises (or `logger.error` ...); a native code's enum name, `NCCL WARN`
+    package: str  # vllm, huggingface_hub, transformers, safetensors, torch; cuda-runtime, cublas, cudnn, nccl
     source: str  # "vllm/config/model.py:123 in verify_with_parallel_config"
     first: str  # the first and last releases of the catalogue that hold the message
     last: str
@@ -81,12 +81,21 @@ class Catalogue:
                     id=e["id"],
                     exception=e["exception"],
                     package=e["package"],
-                    source=f"{e['file']}:{e['line']} in {e['function']}",
+                    source=_source(e),
                     first=e["first"],
                     last=e["last"],
                     text=text[:300],
                 )
         return None
+
+
+def _source(e: dict) -> str:
+    """Where the message comes from: a source line, or a native library's table and code."""
+    if e.get("code") is not None:  # a table read from a shared object (native_errors.json)
+        return f"{e['file']} ({e['function']}, code {e['code']}; {e.get('wheel', '')})"
+    if e.get("wheel"):  # a native layer's source (NCCL's WARN formats)
+        return f"{e['file']}:{e['line']} ({e['function']}; {e['wheel']})"
+    return f"{e['file']}:{e['line']} in {e['function']}"
 
 
 def _key(literal: str) -> str:
@@ -102,22 +111,29 @@ def _key(literal: str) -> str:
 _LOADED: Catalogue | None = None
 
 
-def path() -> str:
-    """The shipped catalogue, beside the built-in packs (package data in an installed copy)."""
+def path(name: str = "vllm_errors.json") -> str:
+    """A shipped catalogue file, beside the built-in packs (package data in an installed copy)."""
     from triage.rule_engine.load import _builtin_folder
 
-    return os.path.join(_builtin_folder(), "catalogue", "vllm_errors.json")
+    return os.path.join(_builtin_folder(), "catalogue", name)
+
+
+# vLLM's and its Python layers' messages, and the native layers' tables (CUDA, cuBLAS, cuDNN, NCCL)
+FILES = ("vllm_errors.json", "native_errors.json")
 
 
 def catalogue() -> Catalogue:
-    """The shipped catalogue, read once per process (an empty one where it is missing)."""
+    """The shipped catalogues as one, read once per process (a file missing or of another
+    schema adds nothing)."""
     global _LOADED
     if _LOADED is None:
-        try:
-            with open(path(), encoding="utf-8") as f:
-                doc = json.load(f)
-            entries = doc["entries"] if doc.get("schema_version") == 1 else []
-        except (OSError, ValueError, KeyError):
-            entries = []
+        entries: list[dict] = []
+        for name in FILES:
+            try:
+                with open(path(name), encoding="utf-8") as f:
+                    doc = json.load(f)
+                entries += doc["entries"] if doc.get("schema_version") == 1 else []
+            except (OSError, ValueError, KeyError):
+                continue
         _LOADED = Catalogue(entries)
     return _LOADED

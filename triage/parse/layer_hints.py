@@ -24,6 +24,10 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "NVRM: Xid",
         "GPU has fallen off the bus",
         "NVMLError_GpuIsLost",
+        "CUBLAS_STATUS_",
+        "CUDNN_STATUS_",
+        "invalid device function",
+        "peer access is not supported between",
     ),
     "LOADER_HEAD": (
         "undefined symbol",

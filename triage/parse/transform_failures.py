@@ -213,6 +213,8 @@ class FailureEvents(Transformer):
         reads it, and its text cut by a wrap must stay a cut message for the unwrap to rejoin), two
         ranks on one device (the device assignment, not the transport)."""
         text = str(tail or "").strip()
+        if _NATIVE_WARN.search(text):  # no family reads it by meaning: the catalogue's NCCL formats do
+            return {"kind": "native_error", "layer": "NCCL", "text": text[:300]}
         if not text or _NOT_NCCL_WARN.search(text):
             return None
         return {"kind": "nccl_warn", "problem": text[:160]}
@@ -365,6 +367,11 @@ _NCCL_CODES = {
     "ncclInvalidUsage": "invalid usage",
     "ncclInvalidArgument": "invalid argument",
 }
+# WARNs whose meaning is not NCCL's transport and that no other family reads (errors.md §3.4): a
+# CUDA allocation for NCCL's buffers, two ranks on one GPU, a segment it cannot open or map
+_NATIVE_WARN = re.compile(
+    r"CUDA calloc|CUDA malloc|CUDA host alloc|Could not map|Call to open failed|Duplicate GPU detected"
+)
 _NOT_NCCL_WARN = re.compile(
     r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
     r"|Call to open failed|Duplicate GPU detected"

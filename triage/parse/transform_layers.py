@@ -181,8 +181,10 @@ class LayerEvents(Transformer):
         if any(t in text for t in _OOM_TEXTS):
             return {"kind": "cuda_error_oom", "device": platform}
         found = _device_key(text)
-        if found is None:
-            raise ValueError("a device error this table does not know")
+        if found is None:  # a code this table does not key (a cuBLAS status, a rarer runtime code)
+            if not message and head_text.endswith((":", "'")):
+                raise ValueError("a device error's wrapper with no text")
+            return {"kind": "native_error", "layer": platform, "text": (head_text + " " + message).strip()[:300]}
         key, family = found
         return {
             "kind": "device_error",

@@ -36,7 +36,13 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "ERRNO_ADDR": ("[Errno 98]", "[Errno 48]"),
     "HTTP_AUTH": ("401", "403"),
     "NCCL_HEAD": ("NCCL error",),
-    "NCCL_CODE": ("nccl",),
+    "NCCL_CODE": (
+        "nccl",
+        "unhandled system error (run",
+        "unhandled cuda error (run",
+        "internal error - please report",
+        "remote process exited or there was",
+    ),
     "KILLED_LINE": ("Killed", "Bus error"),
     "UNDEFINED_SYMBOL": ("undefined symbol: ",),
     "SIGNAL_EXIT": (

@@ -154,3 +154,19 @@ LAYER_EVENTS = (
     ConfigInvalid,
     MainGuardMissing,
 )
+
+
+@event
+class NativeError(Event, frozen=True, kw_only=True):
+    """An error line in a native layer's own format that no family reads by its meaning (an NCCL
+    WARN that two ranks share a GPU or that a CUDA allocation failed, a `CUDA error:` with a
+    cuBLAS status or a code the device table does not key): a failure, whose cause the error
+    catalogue's native tables name (rules/catalogue/native_errors.json), or none does."""
+
+    kind = "native_error"
+    role = Role.CAUSE
+    layer: str  # "NCCL", "CUDA", "HIP" ...
+    text: str
+
+    def describe(self) -> str | None:
+        return f"{self.layer}: {self.text}"
