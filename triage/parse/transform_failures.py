@@ -8,6 +8,7 @@ import re
 
 from triage.parse.lark_runtime import Token, Transformer
 from triage.parse.transform_common import inline_children, whole
+from triage.patterns import LazyPattern
 from triage.units import parse_size
 
 
@@ -321,7 +322,7 @@ _NCCL_CODES = {
     "ncclInvalidUsage": "invalid usage",
     "ncclInvalidArgument": "invalid argument",
 }
-_NOT_NCCL_WARN = re.compile(
+_NOT_NCCL_WARN = LazyPattern(
     r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
     r"|Call to open failed|Duplicate GPU detected"
 )

@@ -97,7 +97,7 @@ def _alternatives(name: str, body: str) -> tuple[str, ...]:
     parts = body.split("|")
     if any(re.search(r"(?<!\\)[\\[\](){}*+?^$]", re.sub(r"\\.", "", p)) for p in parts):
         raise ValueError(f"anchor terminal {name} needs an entry in REGEX_HINTS")
-    return tuple(re.sub(r"\\(.)", r"\1", p) for p in parts)
+    return tuple(re.sub(r"\\(.)", r"\1", p) if "\\" in p else p for p in parts)  # most hold no escape
 
 
 # Anchor terminals that match only a whole number (`\b40[13]\b`): their words are skipped
