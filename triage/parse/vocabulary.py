@@ -11,7 +11,7 @@ import threading
 from functools import cache, lru_cache
 
 from triage.ingest.matcher import Matcher
-from triage.parse.grammar import PHASE_CALLS, anchor_groups, first_terminals, grammar
+from triage.parse.grammar import PHASE_CALLS, anchor_groups, grammar, start_firsts
 from triage.parse.layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
 from triage.patterns import LazyPattern
 
@@ -66,7 +66,7 @@ REGEX_HINTS.update(LAYER_REGEX_HINTS)
 def _grammar_facts() -> tuple[dict, dict[str, set[str]]]:
     """The grammar's terminals by name and its start rules' FIRST terminals (read once)."""
     lark = grammar()
-    return {t.name: t for t in lark.terminals}, first_terminals(lark)
+    return {t.name: t for t in lark.terminals}, start_firsts()
 
 
 @lru_cache(maxsize=1)
