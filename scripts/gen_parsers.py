@@ -235,6 +235,32 @@ class _LazyLexers(_Lazy):
             return lexer
 
 
+class _LazyCallbacks(_Lazy):
+    \"\"\"The parse tree builder's callback for each rule, made (as lark makes it) when the parser
+    first reduces by the rule: lark makes all ~330 of the log grammar at load; a short text
+    reduces by few.\"\"\"
+
+    def __init__(self, builder, transformer):
+        super().__init__()
+        self._builder = builder
+        self._transformer = transformer
+        self._order = dict.fromkeys(builder.rules)
+        if len(self._order) != len(builder.rules):  # lark's check, made for all rules at once
+            seen = set()
+            for rule in builder.rules:
+                if rule in seen:
+                    raise GrammarError("Rule '%s' already exists" % (rule,))
+                seen.add(rule)
+
+    def _keys(self):
+        return self._order.keys()
+
+    def _make(self, rule):
+        if rule not in self._order:
+            raise KeyError(rule)
+        return self._builder._create_callbacks(self._transformer, [rule])[rule]
+
+
 """
 
 _LEXERS_OLD = """\
@@ -276,6 +302,18 @@ _ACCEPTS_NEW = """\
     else:
         states = {idx:list(t.keys()) for idx, t in parse_table.states.items()}
 """
+_BUILDERS_OLD = "        self.rule_builders = list(self._init_builders(rules))\n"
+_BUILDERS_NEW = "        self.rules = rules  # each rule's wrapper chain is made with its callback\n"
+_CALLBACKS_OLD = "    def create_callback(self, transformer=None):\n        callbacks = {}\n"
+_CALLBACKS_NEW = """\
+    def create_callback(self, transformer=None):
+        return _LazyCallbacks(self, transformer)
+
+    def _create_callbacks(self, transformer, rules):
+        callbacks = {}
+"""
+_CHAINS_OLD = "        for rule, wrapper_chain in self.rule_builders:\n"
+_CHAINS_NEW = "        for rule, wrapper_chain in self._init_builders(rules):\n"
 
 TRIMS: tuple[Trim, ...] = (
     Trim("import sys, re\nimport logging\n", "import sys, re\n", "logging is imported by _LazyLogger on first use"),
@@ -311,6 +349,13 @@ TRIMS: tuple[Trim, ...] = (
         _ACCEPTS_NEW,
         "the contextual lexer reads each state's token names from the stored table, which turns no state",
     ),
+    Trim(_BUILDERS_OLD, _BUILDERS_NEW, "a rule's wrapper chain is made with its callback, on first use"),
+    Trim(
+        _CALLBACKS_OLD,
+        _CALLBACKS_NEW,
+        "a rule's callback is made when the parser first reduces by it (_LazyCallbacks), by lark's own loop",
+    ),
+    Trim(_CHAINS_OLD, _CHAINS_NEW, "lark's loop, given the rules to make callbacks for"),
 )
 
 

@@ -1897,6 +1897,32 @@ class _LazyLexers(_Lazy):
             return lexer
 
 
+class _LazyCallbacks(_Lazy):
+    """The parse tree builder's callback for each rule, made (as lark makes it) when the parser
+    first reduces by the rule: lark makes all ~330 of the log grammar at load; a short text
+    reduces by few."""
+
+    def __init__(self, builder, transformer):
+        super().__init__()
+        self._builder = builder
+        self._transformer = transformer
+        self._order = dict.fromkeys(builder.rules)
+        if len(self._order) != len(builder.rules):  # lark's check, made for all rules at once
+            seen = set()
+            for rule in builder.rules:
+                if rule in seen:
+                    raise GrammarError("Rule '%s' already exists" % (rule,))
+                seen.add(rule)
+
+    def _keys(self):
+        return self._order.keys()
+
+    def _make(self, rule):
+        if rule not in self._order:
+            raise KeyError(rule)
+        return self._builder._create_callbacks(self._transformer, [rule])[rule]
+
+
 class ContextualLexer(Lexer):
     lexers: Dict[int, AbstractBasicLexer]
     root_lexer: AbstractBasicLexer
@@ -2305,7 +2331,7 @@ class ParseTreeBuilder:
         self.ambiguous = ambiguous
         self.maybe_placeholders = maybe_placeholders
 
-        self.rule_builders = list(self._init_builders(rules))
+        self.rules = rules  # each rule's wrapper chain is made with its callback
 
     def _init_builders(self, rules):
         propagate_positions = make_propagate_positions(self.propagate_positions)
@@ -2326,6 +2352,9 @@ class ParseTreeBuilder:
             yield rule, wrapper_chain
 
     def create_callback(self, transformer=None):
+        return _LazyCallbacks(self, transformer)
+
+    def _create_callbacks(self, transformer, rules):
         callbacks = {}
 
         default_handler = getattr(transformer, '__default__', None)
@@ -2335,7 +2364,7 @@ class ParseTreeBuilder:
         else:
             default_callback = self.tree_class
 
-        for rule, wrapper_chain in self.rule_builders:
+        for rule, wrapper_chain in self._init_builders(rules):
 
             user_callback_name = rule.alias or rule.options.template_source or rule.origin.name
             try:
