@@ -158,6 +158,9 @@ class _Lazy(dict):
     def __contains__(self, key):
         return dict.__contains__(self, key) or key in self._keys()
 
+    def __bool__(self):  # `if callbacks:` in lark's parser: the answer the whole dict gives, nothing made
+        return dict.__len__(self) > 0 or len(self._keys()) > 0
+
     def get(self, key, default=None):
         return self[key] if key in self else default
 

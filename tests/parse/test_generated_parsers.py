@@ -122,3 +122,15 @@ def test_a_changed_grammar_is_noticed(tmp_path):
     changed.write_text(text, encoding="utf-8")
     committed = _committed("triage/rule_engine/expr_parser.py")
     assert gen_parsers.described(gen_parsers.generate(str(changed), starts)) != gen_parsers.described(committed)
+
+
+def test_a_parse_makes_only_the_callbacks_of_the_rules_it_reduces_by():
+    """The lazy callbacks stay lazy through a parse (lark's `if callbacks:` asks no length), and
+    reading them whole gives one per rule, as lark's eager loop does."""
+    from triage.parse.log_parser import Lark_StandAlone
+
+    lark = Lark_StandAlone()
+    callbacks = lark._callbacks
+    assert str(lark.parse("Killed", start="killed")) == "Tree('killed', [Token('KILLED_LINE', 'Killed')])"
+    assert 0 < dict.__len__(callbacks) < len(lark.rules)
+    assert bool(callbacks) and len(callbacks) == len(lark.rules) and set(callbacks) == set(lark.rules)
