@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from msgspec import Struct, field
 
 from triage.errors import UsageError
+from triage.patterns import LazyPattern
 from triage.units import parse_size
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ SHORT = {
     "-q": "quantization",
     "-dp": "data-parallel-size",
 }
-_LENGTH = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
+_LENGTH = LazyPattern(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 
 
 # -- a command line, as `plan` reads it ---------------------------------------------------------

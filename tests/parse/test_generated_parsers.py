@@ -11,7 +11,9 @@ compared byte for byte. Editing a grammar or upgrading lark without running the 
 
 from __future__ import annotations
 
+import ast
 import importlib
+import re
 import subprocess
 import sys
 from functools import cache
@@ -46,6 +48,43 @@ def test_the_committed_parser_is_the_generators_output(module_path):
         f"{module_path} does not hold {grammar} as it is now: run python scripts/gen_parsers.py"
     )
     assert "from triage.parse.lark_runtime import Lark" in committed and "class Lark(" not in committed
+
+
+@cache
+def _memos(module_path: str) -> tuple[dict, dict]:
+    """(lark's MEMO literal, the generator's compact one) from one run of lark's generator."""
+    grammar, starts = gen_parsers.PARSERS[module_path]
+    tables = gen_parsers.split(gen_parsers.standalone(grammar, starts))[1]
+    memo = re.compile(r"\nMEMO = \(\n(.*)\n\)\n\Z", re.DOTALL)
+    return ast.literal_eval(memo.search(tables)[1]), ast.literal_eval(memo.search(gen_parsers.compact_memo(tables))[1])
+
+
+def _state(obj):
+    """A memo object as plain data: its class and every attribute it holds, nested objects too."""
+    if isinstance(obj, list | tuple):
+        return type(obj)(_state(v) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _state(v) for k, v in obj.items()}
+    if hasattr(type(obj), "__serialize_fields__"):
+        slots = {s for c in type(obj).__mro__ for s in getattr(c, "__slots__", ())}
+        attrs = {s: getattr(obj, s) for s in slots if hasattr(obj, s)} | dict(getattr(obj, "__dict__", {}))
+        return type(obj).__name__, {k: _state(v) for k, v in sorted(attrs.items())}
+    return obj
+
+
+@pytest.mark.parametrize("module_path", sorted(gen_parsers.PARSERS))
+def test_the_compact_memo_makes_the_objects_larks_loader_makes(module_path):
+    """`_made` on the generator's tuples gives, attribute for attribute, what lark's own
+    `Serialize.deserialize` gives on the dicts lark wrote (the same generator run)."""
+    from triage.parse.lark_runtime import Rule, SerializeMemoizer, TerminalDef
+
+    larks, compact = _memos(module_path)
+    theirs = SerializeMemoizer.deserialize(larks, {"Rule": Rule, "TerminalDef": TerminalDef}, {})
+    module = importlib.import_module(module_path.removesuffix(".py").replace("/", "."))
+    ours = {k: module._made(v) for k, v in compact.items()}
+    assert len(ours) == len(theirs) > 10
+    assert _state(ours) == _state(theirs)
+    assert {type(v).__name__ for v in ours.values()} == {"Rule", "TerminalDef"}
 
 
 def test_the_trims_are_the_only_edits_of_larks_runtime():
@@ -83,3 +122,15 @@ def test_a_changed_grammar_is_noticed(tmp_path):
     changed.write_text(text, encoding="utf-8")
     committed = _committed("triage/rule_engine/expr_parser.py")
     assert gen_parsers.described(gen_parsers.generate(str(changed), starts)) != gen_parsers.described(committed)
+
+
+def test_a_parse_makes_only_the_callbacks_of_the_rules_it_reduces_by():
+    """The lazy callbacks stay lazy through a parse (lark's `if callbacks:` asks no length), and
+    reading them whole gives one per rule, as lark's eager loop does."""
+    from triage.parse.log_parser import Lark_StandAlone
+
+    lark = Lark_StandAlone()
+    callbacks = lark._callbacks
+    assert str(lark.parse("Killed", start="killed")) == "Tree('killed', [Token('KILLED_LINE', 'Killed')])"
+    assert 0 < dict.__len__(callbacks) < len(lark.rules)
+    assert bool(callbacks) and len(callbacks) == len(lark.rules) and set(callbacks) == set(lark.rules)

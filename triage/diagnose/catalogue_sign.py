@@ -11,10 +11,10 @@ of a hub error) are read from the input's last bytes (`ingest/last_bytes.py`), d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 from triage.model import events as ev
+from triage.patterns import LazyPattern
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
 
@@ -22,7 +22,7 @@ EXCERPT_LINES = 40  # an attempt this short is an excerpt: each of its lines is 
 FOLLOWING = 8  # lines after the fatal one that may continue its message
 MAX_MESSAGES = 120  # messages tried at most (a long log's error lines, latest first)
 TailLines = Callable[[], list[tuple[int, str]]]  # the input's last lines, numbered and redacted
-_CHATTER = re.compile(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
+_CHATTER = LazyPattern(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 
 
 def catalogue_sign(

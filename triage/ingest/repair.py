@@ -16,13 +16,13 @@ the message starts in the user's file).
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from msgspec import Struct
 
 from triage.ingest.lines import opens_record, starts_record
+from triage.patterns import LazyPattern
 
 SAMPLE_LINES = 4000
 MIN_WIDTH, MAX_WIDTH = 60, 400  # terminal widths worth considering
@@ -30,7 +30,7 @@ MIN_WRAPPED = 3  # W-long lines needed in the sample (one long message cut three
 MAX_SEGMENTS = 200  # a joined line holds at most this many physical lines
 # `torch.OutOfMemoryError: ...` at the start of an indented line: an exception, a record of its
 # own (starts_record leaves a lowercase start out: a wrap can cut "to|rch.OutOfMemoryError")
-_EXCEPTION = re.compile(r"(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception)(?::|$)")
+_EXCEPTION = LazyPattern(r"(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception)(?::|$)")
 SHORT_PASTE_LINES = 40  # a paste this short is read for one wrapped line at a usual terminal width
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 160, 200})
 MIN_DISTINCT = 8  # characters a cut message holds at least (a rule of `====` is no message)

@@ -85,7 +85,7 @@ def anchor_groups() -> tuple[list[tuple[str, str, str]], dict[str, str]]:
     needs (compiling the whole pattern costs more than parsing a small log)."""
     lark = grammar()
     terminals = {t.name: t for t in lark.terminals}
-    first = first_terminals(lark)
+    first = start_firsts()
     groups, names = [], {}
     # Generic start-of-message anchors (exception names, frames) go last, so at a position
     # where a specific phrase also starts, the specific one is what the search reports.
@@ -112,6 +112,12 @@ RUN_HEADS: dict[str, str] = {
     "NOT_DIVISIBLE_BY": r"\d",
     "LOADER_HEAD": r"[\w.+\-/]",
 }
+
+
+@lru_cache(maxsize=1)
+def start_firsts() -> dict[str, set[str]]:
+    """The parser's `first_terminals`, worked out once (the anchors and the search words both read them)."""
+    return first_terminals(grammar())
 
 
 def first_terminals(lark: Lark) -> dict[str, set[str]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from triage.patterns import LazyPattern
+
 COMPANIONS = frozenset(
     {
         "flash_attn",
@@ -28,7 +30,7 @@ COMPANIONS = frozenset(
         "optimum",
     }
 )
-_PLUGIN = re.compile(r"^vllm_\w+$")
+_PLUGIN = LazyPattern(r"^vllm_\w+$")
 _SITE = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)")
 
 

@@ -9,6 +9,7 @@ import re
 from triage.parse.lark_runtime import Token, Transformer
 from triage.parse.layer_hints import is_shm_path
 from triage.parse.transform_common import inline_children, whole
+from triage.patterns import LazyPattern
 from triage.units import parse_size
 
 
@@ -369,10 +370,10 @@ _NCCL_CODES = {
 }
 # WARNs whose meaning is not NCCL's transport and that no other family reads (errors.md §3.4): a
 # CUDA allocation for NCCL's buffers, two ranks on one GPU, a segment it cannot open or map
-_NATIVE_WARN = re.compile(
+_NATIVE_WARN = LazyPattern(
     r"CUDA calloc|CUDA malloc|CUDA host alloc|Could not map|Call to open failed|Duplicate GPU detected"
 )
-_NOT_NCCL_WARN = re.compile(
+_NOT_NCCL_WARN = LazyPattern(
     r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
     r"|Call to open failed|Duplicate GPU detected"
 )

@@ -11,7 +11,7 @@ import threading
 from functools import cache, lru_cache
 
 from triage.ingest.matcher import Matcher
-from triage.parse.grammar import PHASE_CALLS, anchor_groups, first_terminals, grammar
+from triage.parse.grammar import PHASE_CALLS, anchor_groups, grammar, start_firsts
 from triage.parse.layer_hints import LAYER_HINT_LOOKBACK, LAYER_REGEX_HINTS
 from triage.patterns import LazyPattern
 
@@ -91,7 +91,7 @@ REGEX_HINTS.update(LAYER_REGEX_HINTS)
 def _grammar_facts() -> tuple[dict, dict[str, set[str]]]:
     """The grammar's terminals by name and its start rules' FIRST terminals (read once)."""
     lark = grammar()
-    return {t.name: t for t in lark.terminals}, first_terminals(lark)
+    return {t.name: t for t in lark.terminals}, start_firsts()
 
 
 @lru_cache(maxsize=1)
@@ -122,7 +122,7 @@ def _alternatives(name: str, body: str) -> tuple[str, ...]:
     parts = body.split("|")
     if any(re.search(r"(?<!\\)[\\[\](){}*+?^$]", re.sub(r"\\.", "", p)) for p in parts):
         raise ValueError(f"anchor terminal {name} needs an entry in REGEX_HINTS")
-    return tuple(re.sub(r"\\(.)", r"\1", p) for p in parts)
+    return tuple(re.sub(r"\\(.)", r"\1", p) if "\\" in p else p for p in parts)  # most hold no escape
 
 
 # Anchor terminals that match only a whole number (`\b40[13]\b`): their words are skipped

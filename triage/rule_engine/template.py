@@ -3,19 +3,19 @@ compiled once with the pack, rendered against a diagnosis's context, None if a v
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from msgspec import Struct
 
 from triage.errors import ExpressionError
+from triage.patterns import LazyPattern
 from triage.rule_engine.expr import Trace, compile_expr
 from triage.units import gib, human, mib
 
 MAX_PLACEHOLDERS = 100  # per template; the built-in packs use at most a handful
 
-_PLACEHOLDER = re.compile(r"\{([^{}|]+)(?:\|(\w+))?\}")
+_PLACEHOLDER = LazyPattern(r"\{([^{}|]+)(?:\|(\w+))?\}")
 
 
 def _flag_number(v: Any) -> str:

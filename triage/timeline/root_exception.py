@@ -108,9 +108,9 @@ _TIMEOUTS = (
 )
 _COLLECTIVE = re.compile(r"NCCL|HCCL|[Ww]atchdog|collective|ProcessGroup")
 _UNIT_S = {"m": 60.0, "s": 1.0, "ms": 0.001}
-_STDLIB = re.compile(r"/lib/python3\.\d+/(?P<mod>[\w/]+)\.py$")
+_STDLIB = LazyPattern(r"/lib/python3\.\d+/(?P<mod>[\w/]+)\.py$")
 _PACKAGED = re.compile(r"(?:site|dist)-packages/(?P<mod>[\w/.]+?)\.py$")
-_SOURCE_TREE = re.compile(r"(?:^|/)(?P<mod>vllm/[\w/]+)\.py$")
+_SOURCE_TREE = LazyPattern(r"(?:^|/)(?P<mod>vllm/[\w/]+)\.py$")
 
 
 def exception_fields(signal: Signal) -> dict[str, Any]:
