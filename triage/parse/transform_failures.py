@@ -280,6 +280,12 @@ class FailureEvents(Transformer):
             )
         return out
 
+    def slurm_oom(self, head, tail=None):
+        return {
+            "kind": "host_memory_problem",
+            "problem": "Slurm: the job step hit its memory limit (--mem) and was OOM-killed",
+        }
+
     def killed(self, tok):
         return {"kind": "killed", "signal": "SIGBUS" if str(tok).startswith("Bus") else "SIGKILL"}
 
@@ -319,6 +325,13 @@ class FailureEvents(Transformer):
     def stop_signal(self, sig, tail=None):
         return {"kind": "stop_requested", "by": str(sig), "probe": False}
 
+    def systemd_timeout(self, head, tail=None):
+        return {
+            "kind": "stop_requested",
+            "by": "systemd, whose start timeout (TimeoutStartSec) ran out",
+            "probe": False,
+        }
+
     def supervisor(self, head, tail=None):
         return {"kind": "process_died", "name": "the server's container or unit", "wrapper": str(head)}
 
@@ -329,7 +342,10 @@ class FailureEvents(Transformer):
         return {"kind": "process_died", "exit_code": code, "wrapper": str(head).strip()}
 
     def usage_error(self, head, tail=None):
-        return {"kind": "usage_error", "message": str(tail or "")[:300]}
+        message = str(tail or "")
+        if _SLURM_TASK.match(message):  # `srun: error: <node>: task N: ...` glued to the line before it
+            raise ValueError("Slurm's report of how a task ended, not a refused command line")
+        return {"kind": "usage_error", "message": message[:300]}
 
 
 # Linux's numbers of the fatal signals (errors.md 4.5): a negative exit code is the signal that ended a child
@@ -390,6 +406,7 @@ _SHM_PROBLEMS = {
     "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: shared memory too small)",
     "unable to open shared memory object </torch_": "PyTorch could not create a shared-memory object in /dev/shm",
 }
+_SLURM_TASK = re.compile(r"[\w.\-]+: tasks? [\d,\-\[\]]+: ")
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
     "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",
@@ -399,6 +416,8 @@ _HOST_PROBLEMS = {
     "OOMKilled": "container OOM-killed",
     "Out of memory: Killed process": "kernel OOM killer",
     "oom-kill": "kernel OOM killer",
+    "Memory cgroup out of memory: Kill": "kernel OOM killer (the container's or unit's memory limit)",
+    "Out of memory: Kill process": "kernel OOM killer",
     "unable to mmap": "mapping a file into host memory failed: Cannot allocate memory (ENOMEM)",
     "[Errno 12] Cannot allocate memory": "the host refused an allocation (ENOMEM)",
     "Cannot allocate memory (os error 12)": "the host refused an allocation (ENOMEM)",

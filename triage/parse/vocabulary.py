@@ -64,7 +64,8 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "Fatal Python error: ",
         "terminate called after throwing",
     ),
-    "EXIT_CODE": ("exited with code ", "Exit Code: ", "Exited ("),
+    "EXIT_CODE": ("exited with code ", "Exit Code: ", "Exited (", "Exited with exit code "),
+    "SLURM_OOM": (" oom_kill event", ": Out Of Memory"),
     "SUPERVISOR_FAILED": ("Back-off restarting failed container", "CrashLoopBackOff", "Failed with result '"),
     "NOT_DIVISIBLE_BY": (" is not divisible by ",),
     "DTYPE_FOR_QUANT": (" is not supported for quantization method",),
@@ -175,6 +176,7 @@ HINT_LOOKBACK: dict[str, str] = {
     "CRASH": "",
     "SIGNAL_EXIT": r"[\w ()]",
     "EXIT_CODE": "",
+    "SLURM_OOM": r"[\w ]",
     "SUPERVISOR_FAILED": "",
 }
 HINT_LOOKBACK.update(LAYER_HINT_LOOKBACK)
