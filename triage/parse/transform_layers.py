@@ -364,14 +364,21 @@ class LayerEvents(Transformer):
         detail = rest.split("EXCEPTION:")[-1].strip()[:120] if rest else text
         return {"kind": "nccl_error", "problem": f"{backend}: {detail or text}"}
 
-    def mps_oom(self, allocated, other, allowed, requested, tail=None):
-        return {
-            "kind": "torch_oom",
-            "device": "MPS",
-            "requested": parse_size(requested),
-            "allocated": parse_size(allocated),
-            "total": parse_size(allowed),
-        }
+    def mps_oom(self, *parts):
+        # the figures in their order (allocated, other, max allowed, request), as far as a paste kept them
+        sizes = [parse_size(p) for p in parts if p.type == "SIZE"]
+        named = dict(zip(("allocated", "other", "total", "requested"), sizes, strict=False))
+        named.pop("other", None)
+        return {"kind": "torch_oom", "device": "MPS", **named}
+
+    def hpu_oom(self, size, tail=None):
+        return {"kind": "torch_oom", "device": "HPU", "requested": int(size)}
+
+    def xla_oom(self, tail=None):
+        return {"kind": "torch_oom", "device": "TPU"}
+
+    def nvml_oom(self, head, tail=None):
+        return {"kind": "torch_oom", "device": "CUDA", "via": "nvml_assert"}
 
     def old_active(self, size):
         return {}
