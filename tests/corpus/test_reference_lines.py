@@ -30,8 +30,9 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # runtime's invalid device function / peer access and NCCL's result sentences pasted bare; a watchdog
 # timeout line cut inside its WorkNCCL fields: 206 with the OS layer's; 211: the other accelerators'
 # OOM heads (HIP cut after `Tried to allocate`, MPS cut inside its figures, Habana PT_DEVMEM, XLA's
-# hbm) and torch's NVML assert from the caching allocator, all read as the torch OOM).
-FLOOR = 211
+# hbm) and torch's NVML assert from the caching allocator, all read as the torch OOM; 213: torch's
+# device-index assert and cudaGetDeviceCount's failure read by its error code).
+FLOOR = 213
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.
 STANDING = {
