@@ -409,7 +409,7 @@ class LayerEvents(Transformer):
     def hpu_oom(self, size, tail=None):
         return {"kind": "torch_oom", "device": "HPU", "requested": int(size)}
 
-    def xla_oom(self, tail=None):
+    def xla_oom(self, head, tail=None):
         return {"kind": "torch_oom", "device": "TPU"}
 
     def nvml_oom(self, head, tail=None):
