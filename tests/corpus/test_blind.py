@@ -18,8 +18,9 @@ from conftest import ROOT, triage_file
 
 BLIND = ROOT / "fixtures" / "blind"
 # Measured: failing blind cases whose top cause is the expected one (set 1: 108/120 before any
-# fix; set 2, the b2_* files: 45/51 before its fixes, 51/51 after).
-FLOOR = 168
+# fix, 117 after its families, 119 with torch's capability warning and NVML assert; set 2, the
+# b2_* files: 45/51 before its fixes, 51/51 after).
+FLOOR = 170
 
 
 def _cases() -> list[tuple[Path, list[str]]]:

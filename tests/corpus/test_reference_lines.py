@@ -28,8 +28,12 @@ pytestmark = pytest.mark.skipif(not (SHARED / "errors.md").exists(), reason="../
 # native layers' catalogue: NCCL WARNs of a CUDA allocation, two ranks on one GPU, an unmappable or
 # unopenable segment, read as failures and named by NCCL's own WARN formats; a cuBLAS status, the
 # runtime's invalid device function / peer access and NCCL's result sentences pasted bare; a watchdog
-# timeout line cut inside its WorkNCCL fields: 206 with the OS layer's).
-FLOOR = 206
+# timeout line cut inside its WorkNCCL fields: 206 with the OS layer's; 211: the other accelerators'
+# OOM heads (HIP cut after `Tried to allocate`, MPS cut inside its figures, Habana PT_DEVMEM, XLA's
+# hbm) and torch's NVML assert from the caching allocator, all read as the torch OOM; 213: torch's
+# device-index assert and cudaGetDeviceCount's failure read by its error code; 215: torch's GPU
+# capability warnings pasted alone, any sm_N and the 2.11 `(CC)` wording).
+FLOOR = 215
 
 # Rows whose named cause differs from the reference's, keyed by the reference's key text: why the tool is right.
 STANDING = {

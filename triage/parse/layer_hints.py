@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
+    "NVML_OOM_ASSERT": ("NVML_SUCCESS == ",),
     "DEVICE_ERROR": (
         "CUDA error:",
         "HIP error:",
@@ -78,6 +79,7 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
 }
 
 LAYER_HINT_LOOKBACK: dict[str, str] = {
+    "NVML_OOM_ASSERT": "",
     "DEVICE_ERROR": "",
     "LOADER_HEAD": r"[\w.+\-/: ]",
     "PACKAGE_MISMATCH": "'",

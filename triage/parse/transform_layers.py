@@ -119,6 +119,19 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("not_supported", "other", ("operation not supported",), ("NotSupported", "NOT_SUPPORTED")),
     ("unknown", "other", ("unknown error",), ("Unknown", "UNKNOWN")),
 )
+# cudaGetDeviceCount's codes as torch prints them (`Error <code>: <text>`): the runtime's text for each
+# (errors.md 2.2, 2.4), which `_device_key` reads
+_COUNT_CODES = {
+    "3": "initialization error",
+    "34": "CUDA driver is a stub library",
+    "35": "driver version is insufficient for",
+    "46": "busy or unavailable",
+    "100": "no CUDA-capable device is detected",
+    "802": "system not yet initialized",
+    "803": "unsupported display driver / cuda driver combination",
+    "804": "forward compatibility was attempted on non supported HW",
+    "999": "unknown error",
+}
 _TEARDOWN = ("driver shutting down", "Deinitialized", "CudartUnloading", "DEINITIALIZED")
 _OOM_TEXTS = ("out of memory", "OutOfMemory", "MemoryAllocation", "OUT_OF_MEMORY")
 _PLATFORMS = {
@@ -253,7 +266,29 @@ class LayerEvents(Transformer):
         return {"kind": "package_mismatch", "problem": problem, "package": package}
 
     def no_gpu(self, head, tail=None):
+        if str(head).startswith("device >= 0"):  # torch asked for a device index past the visible ones
+            return {"kind": "gpu_not_visible", "problem": f"a GPU index beyond the visible GPUs was used ({head})"}
         return {"kind": "gpu_not_visible", "problem": str(head)}
+
+    def device_count(self, tail=None):
+        # read by its code where the paste kept it (the runtime's text where not), as `CUDA error:` is
+        m = re.search(r"Error (\d+): ([^(]*)", str(tail or ""))
+        code, text = (m.group(1), m.group(2).strip()) if m else ("", "")
+        found = _device_key(_COUNT_CODES[code]) if code in _COUNT_CODES else _device_key(text)
+        if found is None:
+            said = f" (error {code}: {text})" if code else ""
+            return {
+                "kind": "gpu_not_visible",
+                "problem": f"torch could not count the GPUs: cudaGetDeviceCount() failed{said}",
+            }
+        key, family = found
+        return {
+            "kind": "device_error",
+            "platform": "CUDA",
+            "error": key,
+            "family": family,
+            "text": f"cudaGetDeviceCount() failed with error {code}: {text or _COUNT_CODES[code]}",
+        }
 
     def hub_offline(self, head, tail=None):
         text, rest = str(head), str(tail or "")
@@ -364,14 +399,21 @@ class LayerEvents(Transformer):
         detail = rest.split("EXCEPTION:")[-1].strip()[:120] if rest else text
         return {"kind": "nccl_error", "problem": f"{backend}: {detail or text}"}
 
-    def mps_oom(self, allocated, other, allowed, requested, tail=None):
-        return {
-            "kind": "torch_oom",
-            "device": "MPS",
-            "requested": parse_size(requested),
-            "allocated": parse_size(allocated),
-            "total": parse_size(allowed),
-        }
+    def mps_oom(self, *parts):
+        # the figures in their order (allocated, other, max allowed, request), as far as a paste kept them
+        sizes = [parse_size(p) for p in parts if p.type == "SIZE"]
+        named = dict(zip(("allocated", "other", "total", "requested"), sizes, strict=False))
+        named.pop("other", None)
+        return {"kind": "torch_oom", "device": "MPS", **named}
+
+    def hpu_oom(self, size, tail=None):
+        return {"kind": "torch_oom", "device": "HPU", "requested": int(size)}
+
+    def xla_oom(self, head, tail=None):
+        return {"kind": "torch_oom", "device": "TPU"}
+
+    def nvml_oom(self, head, tail=None):
+        return {"kind": "torch_oom", "device": "CUDA", "via": "nvml_assert"}
 
     def old_active(self, size):
         return {}

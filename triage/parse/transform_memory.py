@@ -14,9 +14,14 @@ class MemoryEvents(Transformer):
     """Methods named after the memory start rules of vllm_log.lark."""
 
     # --- OOM ---
-    def oom(self, head, requested, rest, tail=None):
-        fields = {"kind": "torch_oom", "device": str(head).split()[0], "requested": parse_size(requested)}
-        fields.update(rest)
+    def oom(self, head, *parts):
+        # a paste may stop after the head, after the request or inside the figures
+        fields = {"kind": "torch_oom", "device": str(head).split()[0]}
+        for part in parts:
+            if isinstance(part, dict):
+                fields.update(part)
+            elif part.type == "SIZE":
+                fields["requested"] = parse_size(part)
         return fields
 
     def oom_new(self, *clauses):

@@ -58,11 +58,24 @@ def with_message(kept: list[tuple[Line, list[ev.Event]]], found: tuple[int, str,
     line, events = had[0] if had else (Line(no=no, text=text, raw=text), [])
     message = line.text if had and not _PYDANTIC.match(line.text) else text  # without the logger's header
     mine = (line, [*events, ev.ExceptionRaised(line=no, origin=line.origin, pid=line.pid, type=cls, message=message)])
+    return _timeline_of(sorted([*(le for le in kept if le[0].no != no), mine], key=lambda le: le[0].no))
+
+
+def _timeline_of(kept: list[tuple[Line, list[ev.Event]]]) -> Timeline:
     timeline = Timeline()
-    for each, evs in sorted([*(le for le in kept if le[0].no != no), mine], key=lambda le: le[0].no):
+    for each, evs in kept:
         timeline.feed(each, evs)
     timeline.finish()
     return timeline
+
+
+def _warnings_stated(kept: list[tuple[Line, list[ev.Event]]]) -> list[tuple[Line, list[ev.Event]]] | None:
+    """The lines again, torch's GPU-capability warning stated as the failure (a paste of the
+    warning alone: errors.md trap 13, it predicts the failure); None when none is there."""
+    from msgspec.structs import replace
+
+    out = [(ln, [replace(e, alone=True) if isinstance(e, ev.TorchArch) else e for e in evs]) for ln, evs in kept]
+    return out if any(isinstance(e, ev.TorchArch) for _, evs in kept for e in evs) else None
 
 
 def read_pasted(
@@ -72,6 +85,9 @@ def read_pasted(
     paste of one of vLLM's messages alone; else the timeline unchanged and None."""
     if not unexplained_paste(timeline, lines):
         return timeline, None
+    warned = _warnings_stated(kept)
+    if warned is not None:
+        return _timeline_of(warned), None
     texts = tail()
     found = pasted_message(texts)
     if found is None:

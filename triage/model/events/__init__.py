@@ -42,6 +42,7 @@ from triage.model.events.failures import (  # noqa: F401 - re-exported: `ev.<Cla
     RestartCount,
     SharedMemoryProblem,
     SignalKilled,
+    TorchArch,
     TracebackStart,
 )
 from triage.model.events.memory import (  # noqa: F401 - re-exported: `ev.<Class>` is how the stages name events

@@ -175,6 +175,12 @@ class TorchArch(Event, frozen=True, kw_only=True):
     kind = "torch_arch"
     facts = {"compute_capability": "capability"}
     capability: str
+    # a warning: start-up goes on and may still succeed. Only where nothing else failed in a short
+    # input (a paste of the warning alone, timeline/pasted.py) is it stated as the failure
+    alone: bool = False
+
+    def states_cause(self) -> bool:
+        return self.alone
 
 
 @event

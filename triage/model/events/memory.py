@@ -22,7 +22,8 @@ class OomProcess(Struct, frozen=True, kw_only=True):
 
 @event
 class TorchOom(Event, frozen=True, kw_only=True):
-    """PyTorch's caching-allocator OOM (CUDA or HIP), old or new format."""
+    """PyTorch's caching-allocator OOM (CUDA, HIP, XPU, MPS, NPU), old or new format, or another
+    accelerator's allocator failing (Habana HPU, XLA TPU); a paste may keep only its head."""
 
     kind = "torch_oom"
     role = Role.CAUSE
@@ -39,6 +40,7 @@ class TorchOom(Event, frozen=True, kw_only=True):
     reserved_unallocated: int | None = None
     reserved_total: int | None = None  # old format only
     wrapped: str | None = None  # "original error" when vLLM's load-OOM wrapper carries it
+    via: str | None = None  # "nvml_assert": torch's NVML assert that replaced the OOM message (no figures)
 
 
 @event
