@@ -114,7 +114,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"pip install|please install|is not installed|not installed|No module named|"
             r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
-            r"CUDA_HOME|could not find .*(compiler|executable)|"
+            r"CUDA_HOME|could not find .*(compiler|executable)|(not found|missing)\b.{0,120}\bto install\b|"
             r"\b(nvcc|ffmpeg|numactl|ninja)\b.{0,40}(not found|not installed|not available|install|is required)",
             _I,
         ),
@@ -209,7 +209,9 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         None,
         re.compile(
             r"compute capability|bfloat16|\bbf16\b|capability|\bsm_?\d\d|hopper|ampere|blackwell|volta|turing|"
-            r"(dtype|data type|precision) .*not supported|does not support .*dtype|not supported on (this|the current|your) "  # noqa: E501 - one regex alternation a line
+            r"(dtype|data type|precision) .*not supported|does not support .*dtype|"
+            r"does not support (fp8|fp4|int8|bf16|bfloat16|float8)\b.{0,40}\bon this (device|gpu)|"
+            r"not supported on (this|the current|your) "
             r"(gpu|device|hardware)",
             _I,
         ),
@@ -430,6 +432,18 @@ CONFIG_SIGNS: list[tuple[str, re.Pattern]] = [
 ]
 
 
+# In vLLM's configuration checks, parallel wording names parallelism_mismatch only where a size
+# does not fit the model or the GPUs (a head count, the devices there are); a check of how the
+# parallel flags combine ("enable_expert_parallel must be True to use EPLB", "data_parallel_size_local
+# must be <= data_parallel_size", EP on a model without experts) is invalid_arguments (v3 tie-break).
+CONFIG_PARALLEL_FIT = re.compile(
+    r"divisible|number of (gpus|devices)|(gpus|devices) (are )?available|not enough (gpus|devices)|world[_ ]size|"
+    r"placement group|invalid device ordinal|ray cluster|head node|out of (range|bounds)|homogen|resources|"
+    r"heads\b|for this model|architectures",
+    _I,
+)
+
+
 def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, str]:
     """(cause, how it was decided) for one template. "request-time", "internal" and "benign"
     name no cause, and mark a message that is not a user-facing startup error."""
@@ -448,6 +462,8 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
             return cause, "wording"
     for cause, cls_re, wording in WORDING:
         if config and cause not in CONFIG_WORDING:
+            continue
+        if config and cause == "parallelism_mismatch" and not CONFIG_PARALLEL_FIT.search(text):
             continue
         if (cls_re is None or re.fullmatch(cls_re, cls)) and wording.search(text):
             return cause, "wording"

@@ -17,6 +17,10 @@ import re
 from templates import Part
 
 FIELD = 200  # the longest text one formatted field may stand for
+# ... except a field that lists a collection (the valid choices: `','.join(parsers)`,
+# `list(registry.keys())`, `sorted(...)`): vLLM's lists of parsers or backends run past 200
+FIELD_LIST = 1500
+_LISTING = re.compile(r"\bjoin\(|\.keys\(\)|^(list|sorted|set|tuple)\(")
 MIN_LONGEST = 12  # the longest literal run must be at least this long ...
 MIN_LETTERS = 18  # ... and the literal text hold this many letters, or the template is too vague
 MAX_FIELDS = 8  # more fields than this and the pattern is cut after the eighth's literal
@@ -102,16 +106,19 @@ def pattern(parts: list[Part]) -> str:
     names: dict[str, int] = {}
     fields = 0
     pending: str | None = None  # a field's group name, waiting for the literal that closes it
+    pending_list = False  # ... and whether that field lists a collection
     for i, p in enumerate(parts):
         if isinstance(p, str):
             lit = _literal(p, first=i == 0, last=i == len(parts) - 1)
-            out.append(f"(?=(?P<{pending}>.{{0,{FIELD}}}?){lit})(?P={pending}){lit}" if pending else lit)
+            width = FIELD_LIST if pending_list else FIELD
+            out.append(f"(?=(?P<{pending}>.{{0,{width}}}?){lit})(?P={pending}){lit}" if pending else lit)
             pending = None
             if fields >= MAX_FIELDS:
                 break
         else:
             fields += 1
             pending = _group(p[0], names)
+            pending_list = _LISTING.search(p[0]) is not None
     return "".join(out)
 
 

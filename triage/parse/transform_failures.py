@@ -190,6 +190,15 @@ class FailureEvents(Transformer):
             "capability": _cap(caps[1]) if len(caps) > 1 else None,
         }
 
+    def quant_scheme_capability(self, *parts):
+        caps = [str(r) for r in parts if isinstance(r, Token) and r.type == "INT"]
+        return {
+            "kind": "capability_too_low",
+            "feature": "the checkpoint's quantization scheme",
+            "required": _cap(caps[0]) if caps else None,
+            "capability": _cap(caps[1]) if len(caps) > 1 else None,
+        }
+
     def torch_arch(self, arch, tail=None):
         return {"kind": "torch_arch", "capability": _cap(str(arch)[3:].rstrip("a"))}
 

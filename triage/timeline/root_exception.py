@@ -74,6 +74,7 @@ _INSTALL_NAME = LazyPattern(
 _TOOLKIT = re.compile(
     r"Could not find nvcc|nvcc[^\n]{0,40}not found|CUDA_HOME environment variable is not set"
     r"|cuda_home='[^']*' doesn't exist|Failed to find C compiler|No CUDA runtime is found"
+    r"|No working C\+\+ compiler found"  # torch inductor's InvalidCxxCompiler
 )
 _PROGRAMS = ("ffmpeg", "ffprobe", "avconv", "numactl", "ninja", "git-lfs")
 _PROGRAM_WORDS = re.compile(
