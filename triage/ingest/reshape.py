@@ -55,7 +55,7 @@ def mend_cut_start(text: str) -> str:
 # A literal backslash-n where a multi-line message was printed as one line: only when what
 # follows it is a traceback's own shape (a frame, the head, a chain note).
 _FOLDED = LazyPattern(
-    r'\\n(?=  File "|Traceback \(most recent call last\)|\s*The above exception'
+    r'\\n(?=  File \\?"|Traceback \(most recent call last\)|\s*The above exception'
     rf"|(?:\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) )?(?:{LEVELS}) \d\d-\d\d \d\d:)"
 )  # or a vLLM record's header: a whole log as one JSON string (a log shipper's field, a k8s event)
 _LITERAL_NL = LazyPattern(r"\\n")
