@@ -19,12 +19,15 @@ import pytest
 import yaml
 from conftest import CORPUS, fixture_cases, log_text, triage_bytes
 from variants import (
+    CHAT,
     EXCERPTS,
     FAMILIES,
+    ONE_LINE,
     WRAPPERS,
     crlf,
     cut,
     cut_first_line,
+    error_line,
     to_hip,
     to_npu,
     to_xpu,
@@ -32,7 +35,7 @@ from variants import (
     variants_for,
 )
 
-OVERALL_BAR, FAMILY_BAR, EXCERPT_BAR = 0.95, 0.90, 0.95
+OVERALL_BAR, FAMILY_BAR, EXCERPT_BAR, ONE_LINE_BAR = 0.95, 0.90, 0.95, 0.95
 
 
 def _failing_logs() -> list[tuple[str, str]]:
@@ -223,3 +226,85 @@ def test_the_cuts_take_the_lines_they_name():
         cut("\n".join(lines), (2, 4))
         == b'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: bad\n'
     )
+
+
+# --- one line pasted through a chat box: the error line alone (where it keeps the cause by
+# itself) in each one-line form a chat tool gives it (backticks, a bullet, a quote, a chat
+# header, IRC's nick, HTML entities, curly quotes, a fence).
+
+
+@lru_cache(maxsize=1)
+def one_line_results() -> tuple[tuple[str, str, bool], ...]:
+    """(form, log, kept its primary cause) for every failing log whose error line alone keeps it."""
+    out = []
+    for name, text in _failing_logs():
+        report = triage_bytes(text.encode())
+        if not report.diagnoses or report.failure is None:
+            continue
+        want = report.diagnoses[0].id
+        span = error_line(text.replace("\r\n", "\n").split("\n"), report.failure.line)
+        if span is None:
+            continue
+        line = cut(text, span).decode().rstrip("\n")
+        if _primary((line + "\n").encode()) != want:
+            continue
+        out += [(form, name, _primary((make(line) + "\n").encode()) == want) for form, make in ONE_LINE.items()]
+    return tuple(out)
+
+
+def test_one_line_chat_pastes_keep_the_primary_cause(capsys):
+    rows = one_line_results()
+    with capsys.disabled():
+        for form in ONE_LINE:
+            mine = [r for r in rows if r[0] == form]
+            print(f"one-line chat {form:<10} {sum(r[2] for r in mine):>4}/{len(mine):<4}")
+    for form in ONE_LINE:
+        mine = [r for r in rows if r[0] == form]
+        held = sum(r[2] for r in mine)
+        missed = [r[1] for r in mine if not r[2]]
+        assert len(mine) >= 100 and held / len(mine) >= ONE_LINE_BAR, f"{form}: {held}/{len(mine)}; missed: {missed}"
+
+
+def test_the_chat_generator_makes_the_shapes_it_names():
+    line = 'ValueError: can\'t use --max-model-len "4096"...'
+    assert CHAT["fence-log"](line).splitlines()[2:] == [b"```log", line.encode(), b"```"]
+    assert CHAT["blockquote"](SAMPLE).split(b"\n")[1].startswith(b"> torch")
+    assert CHAT["html"](line) == b"ValueError: can&#39;t use --max-model-len &quot;4096&quot;..."
+    assert CHAT["json"]('a "b"\nc\n') == b'a \\"b\\"\\nc\\n\n'
+    assert CHAT["smart"](line).decode() == "ValueError: can\u2019t use \u2014max-model-len \u201c4096\u201d\u2026"
+    assert CHAT["spaces"]("  File x").decode() == "\u200b\u00a0\u00a0File x"
+    assert CHAT["teams"](SAMPLE).startswith(b"[10:42 AM] alice: INFO")
+    assert CHAT["irc"](SAMPLE).startswith(b"<bob> INFO")
+    assert CHAT["ts"](SAMPLE).split(b"\n")[1].startswith(b"Dec 05 10:42:01 torch")
+    assert CHAT["gutter"](SAMPLE).split(b"\n")[1].startswith(b"   2 | torch")
+    assert ONE_LINE["backticks"](line) == f"`{line}`"
+
+
+def _healthy_logs() -> list[tuple[str, str]]:
+    logs = [
+        (log.stem, log.read_bytes().decode("utf-8", "replace"))
+        for log, expect in fixture_cases()
+        if not expect.get("expect")
+    ]
+    labels = CORPUS / "labels.yaml"
+    if labels.exists():
+        for case, meta in sorted((yaml.safe_load(labels.read_text()) or {}).items()):
+            path = CORPUS / f"{case}.log"
+            if path.exists() and not meta.get("expect"):
+                logs.append((case, log_text(path)))
+    return logs
+
+
+def test_a_healthy_log_through_a_chat_tool_stays_healthy():
+    """Every chat form of every log that is healthy as it is: the normalisations must not make
+    a server that came up (or a log that states no failure) read as failed."""
+    alarms = []
+    for name, text in _healthy_logs():
+        if triage_bytes(text.encode()).diagnoses:
+            continue
+        for form, make in CHAT.items():
+            data = make(text)
+            report = triage_bytes(data) if data is not None else None
+            if report is not None and report.diagnoses:
+                alarms.append((form, name, report.diagnoses[0].id))
+    assert not alarms

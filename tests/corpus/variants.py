@@ -131,7 +131,7 @@ def variants_for(name: str) -> list[tuple[str, str, Variant]]:
     out = [("wrappers", n, f) for n, f in chosen]
     out += [("encodings", n, f) for n, f in ENCODINGS.items()]
     out += [("platform", n, f) for n, f in PLATFORMS.items()]
-    return out
+    return out + chat_variants_for(name)
 
 
 # --- excerpts: what a user pastes instead of the whole log (issue 22, part 5) ---------------
@@ -181,3 +181,107 @@ EXCERPTS: dict[str, Cut] = {"error-line": error_line, "last-traceback": last_tra
 def cut(text: str, span: tuple[int, int]) -> bytes:
     lines = _lines(text)
     return ("\n".join(lines[span[0] - 1 : span[1]]) + "\n").encode()
+
+
+# --- the chat family: the log as a person passes it through a chat tool, an issue tracker or a
+# browser (issue: chat pastes). Markdown around it, HTML or JSON escaping, a chat client's
+# typography, and the headers and gutters those tools put before each line.
+def _wrapped(head: str, tail: str) -> Variant:
+    def variant(text: str) -> bytes:
+        body = text.replace("\r\n", "\n")
+        return (head + body + ("" if body.endswith("\n") else "\n") + tail).encode()
+
+    return variant
+
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+
+
+def html_escaped(text: str) -> bytes:
+    """Copied from a web page's source or a JSON field that held HTML (`&gt;`, `&#39;`)."""
+    return "".join(_HTML.get(c, c) for c in text).encode()
+
+
+def json_escaped(text: str) -> bytes | None:
+    """The log as one JSON string's body (a log shipper's `message` field, a k8s event): one
+    line, `\\n` and `\\"` literally."""
+    import json
+
+    body = json.dumps(text.replace("\r\n", "\n"), ensure_ascii=False)[1:-1]
+    return (body + "\n").encode() if len(body) < 60_000 else None
+
+
+def _smart(text: str) -> str:
+    out, opened = [], False
+    for i, c in enumerate(text):
+        if c == '"':
+            out.append("\u201d" if opened else "\u201c")
+            opened = not opened
+        elif c == "'":
+            prev = text[i - 1] if i else " "
+            out.append("\u2019" if prev.isalnum() or prev in ".)]" else "\u2018")
+        else:
+            out.append(c)
+        if c == "\n":
+            opened = False
+    return "".join(out).replace("...", "…").replace(" --", " —")
+
+
+def smart_typography(text: str) -> bytes:
+    """A chat client's typography: curly quotes, `…`, an em dash for a flag's `--`."""
+    return _smart(text).encode()
+
+
+def odd_spaces(text: str) -> bytes:
+    """Indentation as non-breaking spaces (Teams, Outlook) and a zero-width space at each
+    line's start (a rich-text editor's join)."""
+    out = []
+    for line in _lines(text):
+        bare = line.lstrip(" ")
+        out.append(("\u200b" if line else "") + "\u00a0" * (len(line) - len(bare)) + bare)
+    return "\n".join(out).encode()
+
+
+def _gutter(i: int) -> str:
+    return f"{i + 1:>4} | "
+
+
+CHAT: dict[str, Variant] = {
+    "fence": _wrapped("```\n", "```\n"),
+    "fence-log": _wrapped("Here is the log:\n\n```log\n", "```\n"),
+    "details": _wrapped("<details><summary>Full log</summary>\n\n```shell\n", "```\n\n</details>\n"),
+    "blockquote": _prefixed(lambda i: "> "),
+    "html": html_escaped,
+    "json": json_escaped,
+    "smart": smart_typography,
+    "spaces": odd_spaces,
+    "slack": _wrapped("alice  10:42 AM\n", ""),
+    "teams": _prefixed(lambda i: "[10:42 AM] alice: " if i == 0 else ""),
+    "irc": _prefixed(lambda i: "<bob> "),
+    "ts": _prefixed(lambda i: f"Dec 05 10:42:{i % 60:02d} "),
+    "gutter": _prefixed(_gutter),
+    "grep-n": _prefixed(lambda i: f"{i + 1}: "),
+}
+CHAT_PER_LOG = 4  # of the fourteen, chosen per log by a hash of its name, as the wrappers are
+
+
+def chat_variants_for(name: str) -> list[tuple[str, str, Variant]]:
+    forms = list(CHAT.items())
+    start = zlib.crc32(b"chat:" + name.encode()) % len(forms)
+    return [("chat", *forms[(start + k * 3) % len(forms)]) for k in range(CHAT_PER_LOG)]
+
+
+# One line pasted into a chat box: the error line as the one-line forms carry it.
+ONE_LINE: dict[str, Callable[[str], str]] = {
+    "backticks": lambda line: f"`{line}`",
+    "bullet": lambda line: f"- {line}",
+    "quote": lambda line: f"> {line}",
+    "teams": lambda line: f"[10:42 AM] alice: {line}",
+    "irc": lambda line: f"<bob> {line}",
+    "html": lambda line: html_escaped(line).decode(),
+    "smart": _smart,
+    "fence": lambda line: f"```\n{line}\n```",
+}
+
+
+FAMILIES["chat"] = CHAT

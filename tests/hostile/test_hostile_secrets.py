@@ -166,3 +166,26 @@ def test_batch_redacts_and_warns_when_told_not_to(tmp_path):
     assert code == 1 and token not in out + err + jsonl.read_text() and NO_REDACT_WARNING not in err
     code, out, err = cli(["batch", str(tmp_path / "a.log"), "--jobs", "1", "--jsonl", str(jsonl), "--no-redact"])
     assert err.startswith(NO_REDACT_WARNING) and token in jsonl.read_text()
+
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+# The forms a chat tool or a browser gives a pasted log (tests/corpus/variants.py's chat family):
+# the redactor must see the secret through them (ingest/chat.py undoes them before it reads).
+CHAT_FORMS = {
+    "html": lambda text: "".join(_HTML.get(c, c) for c in text),
+    "json": lambda text: json.dumps(text, ensure_ascii=False)[1:-1] + "\n",
+    "smart": lambda text: (
+        text.replace("'", "\u2019").replace('"', "\u201d").replace(" --", " \u2014").replace("-----", "\u2014\u2014-")
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(CHAT_FORMS))
+def test_a_secret_pasted_through_a_chat_tool_is_in_no_report(form):
+    leaked = []
+    for name, text, secret, *_ in [*SECRETS, *SECRETS_ROUND_TWO]:
+        log = CHAT_FORMS[form](planted_log(text, as_model=False).decode("utf-8"))
+        _, out, _ = cli(["-", "-f", "json"], stdin=log.encode("utf-8"))
+        if secret in out:
+            leaked.append(name)
+    assert not leaked

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
+from triage.ingest.lines import logged_as_chatter
 from triage.model import events as ev
-from triage.patterns import LazyPattern
 from triage.timeline.signals import Signal
 from triage.timeline.timeline import Attempt
 
@@ -22,7 +22,6 @@ EXCERPT_LINES = 40  # an attempt this short is an excerpt: each of its lines is 
 FOLLOWING = 8  # lines after the fatal one that may continue its message
 MAX_MESSAGES = 120  # messages tried at most (a long log's error lines, latest first)
 TailLines = Callable[[], list[tuple[int, str]]]  # the input's last lines, numbered and redacted
-_CHATTER = LazyPattern(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 
 
 def catalogue_sign(
@@ -58,7 +57,7 @@ def _candidates(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, 
     if fatal.exception is not None:
         yield fatal.exception.line, _said(fatal.exception)
     for no in range(fatal.line + 1, fatal.line + 1 + FOLLOWING):  # a message's later lines (pydantic's, the hub's)
-        if no in texts and not _CHATTER.match(texts[no][1]):
+        if no in texts and not logged_as_chatter(texts[no][1]):
             yield no, texts[no][1]
     for e in reversed(attempt.events):
         if isinstance(e, ev.ExceptionRaised):
@@ -68,7 +67,7 @@ def _candidates(attempt: Attempt, fatal: Signal, texts: Mapping[int, tuple[str, 
     first, last = attempt.first_line, attempt.last_line or max(texts, default=0)
     if last - first < EXCERPT_LINES:
         for no in range(first, last + 1):
-            if no in texts and not _CHATTER.match(texts[no][1]):
+            if no in texts and not logged_as_chatter(texts[no][1]):
                 yield no, texts[no][1]
 
 

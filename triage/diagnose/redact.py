@@ -391,9 +391,10 @@ class LineRedactor:
     @staticmethod
     def joined(text: str) -> str:
         """Lines a wrap cut, joined again: masked whole, without touching the key-block state."""
-        return redact_text(text)
+        return redact_text(_as_written(text))
 
     def __call__(self, line: str) -> str:
+        line = _as_written(line)
         if self._key_lines_left:
             end = self._END.search(line)
             if end is not None:
@@ -408,6 +409,15 @@ class LineRedactor:
         if begin is not None and self._END.search(line, begin.end()) is None:
             self._key_lines_left = self.MAX_KEY_LINES
         return redact_text(line)
+
+
+def _as_written(line: str) -> str:
+    """The line as the log wrote it, before a chat tool or a browser changed its characters
+    (`&quot;`, curly quotes, odd spaces, an em dash for `--`): the secret shapes are known in
+    that form, so a pasted `\u2018password\u2019: ...` is masked as `'password': ...` is."""
+    from triage.ingest.chat import plain, unescape_html
+
+    return plain(unescape_html(line))
 
 
 def redact_data(value: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from triage.diagnose.catalogue_sign import TailLines
 from triage.diagnose.excerpt import excerpt_note
 from triage.diagnose.match import AttemptResult, diagnose_attempt, exported_facts
-from triage.ingest.lines import Line, strip_ansi
+from triage.ingest.lines import Line, readable
 from triage.ingest.read import InputStats
 from triage.model.report import AttemptSummary, Echo, Failure, InputInfo, Outcome, Report, VllmInfo
 from triage.rule_engine.load import Rule
@@ -16,7 +16,7 @@ EVIDENCE_CHARS = 600
 
 
 def evidence_text(line: Line) -> str:
-    text = strip_ansi(line.raw).strip()
+    text = readable(line.raw).strip()
     return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
 
 

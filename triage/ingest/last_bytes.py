@@ -35,7 +35,7 @@ class LastBytes:
         """(line number, text) of the kept lines that are whole, numbered back from `total` (the
         reader's count of lines), with a reshaped paste's `repair` undone as the scanner undid
         it (wrapped lines joined, numbered by their first physical line), cleaned (the redactor)."""
-        from triage.ingest.lines import strip_ansi
+        from triage.ingest.lines import readable
 
         parts = self._kept.decode("utf-8", "replace").split("\n")
         if parts and parts[-1] == "":
@@ -48,7 +48,7 @@ class LastBytes:
             physical = list(repaired(physical, repair))
         out = []
         for no, raw in physical:
-            line = strip_ansi(raw).strip()[:2000]
+            line = readable(raw).strip()[:2000]
             if line and no > 0:
                 out.append((no, clean(line) if clean else line))
         return out

@@ -12,6 +12,7 @@ import re
 from msgspec import Struct
 
 from triage.escapes import strip_escapes
+from triage.ingest.chat import peel_chat, plain, unescape_html
 from triage.patterns import LazyPattern
 
 LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
@@ -104,9 +105,16 @@ def strip_ansi(text: str) -> str:
     return strip_escapes(text)
 
 
+def readable(raw: str) -> str:
+    """A raw line as a report quotes it: colour codes gone, and what a chat tool or a browser
+    did to its characters undone (entities, curly quotes, odd spaces), its prefixes kept. The
+    redactor reads this text, so a secret behind `&quot;` or curly quotes is still seen."""
+    return plain(unescape_html(strip_ansi(raw)))
+
+
 def peel(raw: str, no: int) -> Line:
     """Reduce a physical line to its message, recording level, time, source and origin."""
-    text = _strip_shapes(strip_ansi(raw).rstrip())
+    text = _strip_shapes(readable(raw).rstrip())
     origin, pid, level, time, source, headed = "", None, None, None, None, False
     for _ in range(12):  # a hard bound: stacked prefixes never go this deep
         before = text
@@ -200,7 +208,7 @@ def _peel_outer(text: str, level, source, headed) -> tuple[str, str | None, str 
         m = _COMPOSE.match(text)
         if m and not _VLLM_HEADER.match(text):
             return text[m.end() :], level, source, headed
-    return text, level, source, headed
+    return peel_chat(text, starts_record), level, source, headed
 
 
 def _peel_ray_repeat(text: str) -> tuple[str, int]:
@@ -213,6 +221,15 @@ def _peel_ray_repeat(text: str) -> tuple[str, int]:
     if m:
         return text[: m.start()].rstrip(), 1
     return text, 1
+
+
+_CHATTER_HEAD = re.compile(r"(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
+
+
+def logged_as_chatter(text: str) -> bool:
+    """Was this raw line logged at INFO/WARNING/DEBUG? By its head, or behind any prefix the
+    line reader peels (a wrapper's, a chat client's or a terminal tool's stamp)."""
+    return _CHATTER_HEAD.match(text) is not None or peel(text, 0).level in ("DEBUG", "INFO", "WARNING")
 
 
 def _norm_level(level: str | None) -> str | None:

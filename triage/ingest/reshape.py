@@ -54,7 +54,10 @@ def mend_cut_start(text: str) -> str:
 
 # A literal backslash-n where a multi-line message was printed as one line: only when what
 # follows it is a traceback's own shape (a frame, the head, a chain note).
-_FOLDED = LazyPattern(r'\\n(?=  File "|Traceback \(most recent call last\)|\s*The above exception)')
+_FOLDED = LazyPattern(
+    r'\\n(?=  File \\?"|Traceback \(most recent call last\)|\s*The above exception'
+    rf"|(?:\([A-Za-z][\w\-]*(?: rank=\d+)? pid=\d+\) )?(?:{LEVELS}) \d\d-\d\d \d\d:)"
+)  # or a vLLM record's header: a whole log as one JSON string (a log shipper's field, a k8s event)
 _LITERAL_NL = LazyPattern(r"\\n")
 MAX_PIECES = 400
 
@@ -63,8 +66,23 @@ def unfold(text: str) -> list[str]:
     """The lines of a traceback folded into one line with literal `\\n`, else [text]."""
     if "\\n" not in text or not _FOLDED.search(text):
         return [text]
+    body = _json_body(text)
+    if body is not None:
+        return [p for p in body.split("\n", MAX_PIECES) if p.strip()]
     pieces = _LITERAL_NL.split(text, MAX_PIECES)
-    return [p.replace('\\"', '"').replace("\\'", "'") for p in pieces if p.strip()]
+    return [p.replace('\\"', '"').replace("\\'", "'").replace("\\t", "\t") for p in pieces if p.strip()]
+
+
+def _json_body(text: str) -> str | None:
+    """The text decoded as a JSON string's body (a log shipper's field: `\\n`, `\\"`, and a
+    literal backslash as `\\\\`, so a message's own `\\n` stays one), or None when it is not one."""
+    import json
+
+    try:
+        body = json.loads(f'"{text}"')
+    except ValueError:
+        return None
+    return body if isinstance(body, str) else None
 
 
 class Unfolded:
@@ -85,5 +103,8 @@ class Unfolded:
                 yield no, raw, anchored, bundled
                 continue
             for piece in pieces:
+                if peel(piece, no).text.startswith(REQUEST_LOG_PREFIXES):  # a whole log unfolded: its request lines
+                    yield no, piece, anchored, bundled
+                    continue
                 grammar, evidence = self._classify(piece)
                 yield no, piece, grammar, evidence or bundled

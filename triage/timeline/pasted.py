@@ -18,12 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from triage.ingest.lines import Line
+from triage.ingest.lines import Line, logged_as_chatter
 from triage.model import events as ev
 from triage.timeline.timeline import Timeline
 
 MAX_LINES = 40  # a paste: every line of it is asked (the excerpt's size, diagnose/catalogue_sign.py)
-_CHATTER = re.compile(r"^(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 # pydantic's line for a validator's ValueError: `  Value error, MESSAGE [type=value_error, input_value=...]`
 _PYDANTIC = re.compile(r"^\s*Value error, (?P<msg>.*?)(?:\s+\[type=value_error\b.*)?$")
 _CLASS = re.compile(r"[A-Z]\w*")
@@ -40,7 +39,7 @@ def pasted_message(texts: list[tuple[int, str]]) -> tuple[int, str, str] | None:
     from triage.parse.catalogue import catalogue
 
     for no, text in texts[:MAX_LINES]:
-        if _CHATTER.match(text):
+        if logged_as_chatter(text):
             continue
         m = _PYDANTIC.match(text)
         message = m.group("msg") if m else text
