@@ -103,15 +103,20 @@ print(json.dumps(rows))
 """
 
 
+def _download_wheel(wheel: str, version: str, folder: str) -> Path:
+    """One binary wheel, without its dependencies, into `folder` (the caller deletes it once read)."""
+    pip = [sys.executable, "-m", "pip", "download", f"{wheel}=={version}", "--no-deps", "--only-binary=:all:"]
+    subprocess.run([*pip, "-q", "-d", folder], check=True)
+    return next(Path(folder).glob("*.whl"))
+
+
 def dump_wheel(family: str, wheel: str, version: str, obj: str, deps: tuple[str, ...], cache: Path) -> list[dict]:
     """The table of one wheel's library (cached as JSON; the wheel and objects are deleted)."""
     done = cache / "tables" / f"{wheel}-{version}.json"
     if done.exists():
         return json.loads(done.read_text())
     with tempfile.TemporaryDirectory(prefix="nativewheel-") as tmp:
-        pip = [sys.executable, "-m", "pip", "download", f"{wheel}=={version}", "--no-deps", "--only-binary=:all:"]
-        subprocess.run([*pip, "-q", "-d", tmp], check=True)
-        whl = next(Path(tmp).glob("*.whl"))
+        whl = _download_wheel(wheel, version, tmp)
         with zipfile.ZipFile(whl) as zf:
             for member in (obj, *deps):
                 zf.extract(member, tmp)
@@ -141,9 +146,7 @@ def driver_names(cache: Path) -> list[dict]:
     if done.exists():
         return json.loads(done.read_text())
     with tempfile.TemporaryDirectory(prefix="nativewheel-") as tmp:
-        pip = [sys.executable, "-m", "pip", "download", f"{wheel}=={version}", "--no-deps", "--only-binary=:all:"]
-        subprocess.run([*pip, "-q", "-d", tmp], check=True)
-        whl = next(Path(tmp).glob("*.whl"))
+        whl = _download_wheel(wheel, version, tmp)
         with zipfile.ZipFile(whl) as zf:
             text = zf.read(member).decode("utf-8", "replace")
         whl.unlink()
