@@ -10,8 +10,9 @@ loader (lark itself is needed only here and by the tests). Its output is split i
 - `triage/parse/lark_runtime.py`: lark's runtime, the same text for every grammar (the generator
   checks so), written once and shared by both parsers;
 - one module per grammar with its tables (`DATA`, `MEMO`) and `Lark_StandAlone()`, which
-  imports the runtime. `MEMO` (the terminals and rules) is written as tuples that `_made`
-  turns into the objects lark's loader would make (`compact_memo`; a test compares them).
+  imports the runtime. `MEMO` (the terminals and rules) is written as tuples that
+  `triage/parse/lark_memo.py` turns into the objects lark's loader would make (`compact_memo`;
+  a test compares them).
 
 The runtime text is lark's but for the edits in `TRIMS`: each names the exact text it replaces,
 must match exactly once (else the generator stops: a new lark is looked at again), and says why.
@@ -60,36 +61,13 @@ RUNTIME_HEADER = (
 )
 # The memo (the grammar's terminals and rules, which the tables refer to by number) is written as
 # tuples, `(class name, field, ...)` in the class's `__serialize_fields__` order, and made into
-# objects by `_made`, which does what lark's `Serialize.deserialize` does for them (the object,
-# its fields set, its `_deserialize` hook run) without the generic walk (lark's other tuples,
-# `empty_indices`, never start with a string and are left as they are, as lark leaves them): lark's own loader spent
-# ~4.5 ms on the ~3000 objects of the log grammar, `_made` ~2.5 ms. lark's loader takes the made
-# objects as they are (a memo entry that is no dict is not deserialized again).
+# objects by `triage/parse/lark_memo.py` (hand-written, shared by both parsers: see its doc).
 MEMO_CLASSES = ("NonTerminal", "PatternRE", "PatternStr", "Rule", "RuleOptions", "Terminal", "TerminalDef")
-TABLES_HEAD = f"from triage.parse.lark_runtime import Lark, {', '.join(MEMO_CLASSES)}\n\n"
-TABLES_TAIL = f"""
-
-_CLASSES = {{c.__name__: (c, c.__serialize_fields__, hasattr(c, "_deserialize")) for c in ({", ".join(MEMO_CLASSES)})}}
-
-
-def _made(value):
-    if type(value) is tuple and value and type(value[0]) is str:  # an object; lark's other tuples stay
-        cls, fields, hook = _CLASSES[value[0]]
-        obj = cls.__new__(cls)
-        for name, field in zip(fields, value[1:]):
-            setattr(obj, name, _made(field))
-        if hook:
-            obj._deserialize()
-        return obj
-    if type(value) is list:
-        return [_made(v) for v in value]
-    if type(value) is dict:
-        return {{k: _made(v) for k, v in value.items()}}
-    return value
-
+TABLES_HEAD = "from triage.parse.lark_memo import load\n\n"
+TABLES_TAIL = """
 
 def Lark_StandAlone(**kwargs):
-    return Lark._load_from_dict(DATA, {{k: _made(v) for k, v in MEMO.items()}}, **kwargs)
+    return load(DATA, MEMO, **kwargs)
 """
 # lark's output past its runtime: the data (uncompressed), then the entry point
 _OUTPUT = re.compile(
@@ -458,7 +436,9 @@ def _compact(value: object) -> object:
 
     if isinstance(value, dict) and "__type__" in value:
         if value["__type__"] not in MEMO_CLASSES or "@" in value:
-            raise RuntimeError(f"lark's memo holds a {value['__type__']}: add it to MEMO_CLASSES, read _made again")
+            raise RuntimeError(
+                f"lark's memo holds a {value['__type__']}: add it to MEMO_CLASSES and to triage/parse/lark_memo.py"
+            )
         fields = getattr(lark_runtime, value["__type__"]).__serialize_fields__
         if set(value) != {*fields, "__type__"}:
             raise RuntimeError(f"lark's {value['__type__']} is stored with other fields than it lists")

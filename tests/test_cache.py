@@ -29,3 +29,22 @@ def test_a_saved_value_loads_back_and_a_missing_one_is_none(tmp_path, monkeypatc
     cache.save("thing.pickle", {"rules": [1, 2, 3]})
     assert cache.load("thing.pickle") == {"rules": [1, 2, 3]}
     assert cache.load("absent.pickle") is None
+
+
+def test_a_write_keeps_only_the_newest_files_of_its_kind(tmp_path, monkeypatch):
+    """Every pack edit or upgrade names a new file: without pruning the folder only grows."""
+    import os
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "vllm-triage"
+    for i in range(cache.KEEP_PER_KIND + 3):
+        cache.save(f"rules-{i:04d}.pickle", i)
+        os.utime(folder / f"rules-{i:04d}.pickle", ns=(i * 10**9, i * 10**9))  # oldest first
+    cache.save("hyperscan-0001.db", b"other kind")
+    cache.save("rules-newest.pickle", "new")
+    names = sorted(p.name for p in folder.iterdir())
+    rules = [n for n in names if n.startswith("rules-")]
+    assert len(rules) == cache.KEEP_PER_KIND and "rules-newest.pickle" in rules
+    assert "rules-0000.pickle" not in rules and f"rules-{cache.KEEP_PER_KIND + 2:04d}.pickle" in rules
+    assert "hyperscan-0001.db" in names  # another kind is left alone
+    assert cache.load("rules-newest.pickle") == "new"

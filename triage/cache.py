@@ -100,6 +100,30 @@ def save(name: str, value: Any) -> None:
             os.unlink(tmp)
         except Exception:  # noqa: BLE001
             pass
+        return
+    prune(base, name)
+
+
+# Files of one kind kept (the newest): every edit of a rule pack, upgrade or new word list names
+# a new file, and nothing else ever removes the old ones.
+KEEP_PER_KIND = 8
+
+
+def prune(base: str, written: str) -> None:
+    """Remove all but the newest KEEP_PER_KIND files of the kind just written (its name up to
+    the first `-`). Done only after a write, which is rare: a run that reads pays nothing."""
+    kind = written.split("-", 1)[0] + "-"
+    try:
+        with os.scandir(base) as entries:
+            same = [(e.stat().st_mtime_ns, e.path) for e in entries if e.name.startswith(kind) and e.is_file()]
+    except OSError:
+        return
+    same.sort(reverse=True)
+    for _, path in same[KEEP_PER_KIND:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def content_name(kind: str, parts: list[bytes], suffix: str) -> str:

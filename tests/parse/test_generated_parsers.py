@@ -47,7 +47,9 @@ def test_the_committed_parser_is_the_generators_output(module_path):
     assert gen_parsers.described(committed) == gen_parsers.described(fresh), (
         f"{module_path} does not hold {grammar} as it is now: run python scripts/gen_parsers.py"
     )
-    assert "from triage.parse.lark_runtime import Lark" in committed and "class Lark(" not in committed
+    # the tables only: lark's runtime and the memo maker are imported, never written again
+    assert "from triage.parse.lark_memo import load" in committed and "class Lark(" not in committed
+    assert "def made(" not in committed
 
 
 @cache
@@ -74,17 +76,24 @@ def _state(obj):
 
 @pytest.mark.parametrize("module_path", sorted(gen_parsers.PARSERS))
 def test_the_compact_memo_makes_the_objects_larks_loader_makes(module_path):
-    """`_made` on the generator's tuples gives, attribute for attribute, what lark's own
+    """`lark_memo.made` on the generator's tuples gives, attribute for attribute, what lark's own
     `Serialize.deserialize` gives on the dicts lark wrote (the same generator run)."""
     from triage.parse.lark_runtime import Rule, SerializeMemoizer, TerminalDef
 
     larks, compact = _memos(module_path)
     theirs = SerializeMemoizer.deserialize(larks, {"Rule": Rule, "TerminalDef": TerminalDef}, {})
-    module = importlib.import_module(module_path.removesuffix(".py").replace("/", "."))
-    ours = {k: module._made(v) for k, v in compact.items()}
+    from triage.parse.lark_memo import made
+
+    ours = {k: made(v) for k, v in compact.items()}
     assert len(ours) == len(theirs) > 10
     assert _state(ours) == _state(theirs)
     assert {type(v).__name__ for v in ours.values()} == {"Rule", "TerminalDef"}
+
+
+def test_the_generator_and_the_memo_maker_name_the_same_classes():
+    from triage.parse.lark_memo import MEMO_CLASSES
+
+    assert tuple(c.__name__ for c in MEMO_CLASSES) == gen_parsers.MEMO_CLASSES
 
 
 def test_the_trims_are_the_only_edits_of_larks_runtime():

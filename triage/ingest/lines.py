@@ -223,7 +223,7 @@ def _peel_ray_repeat(text: str) -> tuple[str, int]:
     return text, 1
 
 
-_CHATTER_HEAD = re.compile(r"(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
+_CHATTER_HEAD = LazyPattern(r"(?:\([^)]{0,80}\)\s*)?(?:DEBUG|INFO|WARNING|WARN)\b")
 
 
 def logged_as_chatter(text: str) -> bool:
@@ -256,7 +256,7 @@ def opens_record(line: str) -> bool:
     return _RECORD_START.match(line) is not None or _SRUN_TASK.match(line) is not None
 
 
-_SRUN_TASK = re.compile(r"\d{1,4}: \S")
+_SRUN_TASK = LazyPattern(r"\d{1,4}: \S")
 
 
 def starts_record(line: str) -> bool:

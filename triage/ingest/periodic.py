@@ -33,6 +33,7 @@ from collections.abc import Container
 
 from triage.ingest.lines import REQUEST_LOG_PREFIXES
 from triage.ingest.matcher import WORD_BYTES, Matcher
+from triage.patterns import LazyPattern
 
 METRICS_WORD = "Avg prompt throughput:"  # the grammar's anchor for the line (READY in vllm_log.lark)
 
@@ -56,7 +57,7 @@ _METRICS = re.compile(
     rf"(?:, (?:{'|'.join(map(re.escape, _FIELDS))}): {_NUM} ?(?:tokens/s|reqs|%))*\.?"
 )
 
-_HTTP_CODE = re.compile(r"\b40[13]\b")  # the grammar's HTTP_AUTH
+_HTTP_CODE = LazyPattern(r"\b40[13]\b")  # the grammar's HTTP_AUTH
 
 
 def metrics_item(text: str) -> dict | None:

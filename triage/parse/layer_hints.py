@@ -8,7 +8,7 @@ the layers under vLLM (../shared/errors.md) stay together.
 
 from __future__ import annotations
 
-import re
+from triage.patterns import LazyPattern
 
 LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "NVML_OOM_ASSERT": ("NVML_SUCCESS == ",),
@@ -93,7 +93,7 @@ LAYER_HINT_LOOKBACK: dict[str, str] = {
 
 # A file in /dev/shm, or a shared-memory segment named the way torch (`/torch_<pid>_...`), NCCL
 # (`nccl-*`), psm / vLLM's message queue (`psm_*`) or POSIX semaphores name theirs (errors.md 4.1, 4.3).
-_SHM_PATH = re.compile(r"^/dev/shm(?:/|$)|^/?(?:torch_\d|nccl-|psm_|vllm_shm|sem\.)")
+_SHM_PATH = LazyPattern(r"^/dev/shm(?:/|$)|^/?(?:torch_\d|nccl-|psm_|vllm_shm|sem\.)")
 
 
 def is_shm_path(path: str) -> bool:

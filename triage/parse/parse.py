@@ -23,8 +23,9 @@ from triage.parse.grammar import AT_START_ONLY, PHASE_CALLS, START_RULES, anchor
 from triage.parse.lark_runtime import LarkError, Token, Tree, VisitError
 from triage.parse.transform import TRANSFORMER
 from triage.parse.vocabulary import matcher, word_groups
+from triage.patterns import LazyPattern
 
-_WS = re.compile(r"\s+")
+_WS = LazyPattern(r"\s+")
 # Source lines that still state something: a worker method dispatched by name, a phase call.
 _RPC = re.compile(r"(?:_run_workers|collective_rpc|execute_method|run_method|" + "|".join(PHASE_CALLS) + r")\(")
 # Python source quoted under a traceback frame: indented, and a statement, an assignment or a call.
@@ -32,7 +33,7 @@ _SOURCE_CODE = re.compile(
     r"\s{4,}(?:(?:raise|assert|return|yield|if|elif|while|for|with|await|del|logger\.\w+|print)\b"
     r"|[\w.\[\]]+\s*[-+*/|]?=(?!=)|[\w.]+\(|[frb]?[\"'])"
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = LazyPattern(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_RETRIES = 4
 MAX_ANCHORS_PER_RULE = 3
 MAX_ANCHORS_PER_LINE = 64

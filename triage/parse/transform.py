@@ -15,9 +15,10 @@ from triage.parse.transform_default import DefaultEvents
 from triage.parse.transform_failures import FailureEvents
 from triage.parse.transform_layers import LayerEvents
 from triage.parse.transform_memory import MemoryEvents
+from triage.patterns import LazyPattern
 from triage.units import parse_size
 
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+_RELEASE = LazyPattern(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def _before_experimental_v1(version: str | None) -> bool:

@@ -415,7 +415,7 @@ _SHM_PROBLEMS = {
     "Unexpected bus error encountered in worker": "a worker died of a bus error (PyTorch: shared memory too small)",
     "unable to open shared memory object </torch_": "PyTorch could not create a shared-memory object in /dev/shm",
 }
-_SLURM_TASK = re.compile(r"[\w.\-]+: tasks? [\d,\-\[\]]+: ")
+_SLURM_TASK = LazyPattern(r"[\w.\-]+: tasks? [\d,\-\[\]]+: ")
 _HOST_PROBLEMS = {
     "A worker died or was killed while executing a task by an unexpected system error": "a Ray worker died without a Python error",  # noqa: E501
     "Task was killed due to the node running low on memory": "Ray killed a task: node low on memory",

@@ -15,17 +15,17 @@ whose failure is already read never loads the catalogue.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from triage.ingest.lines import Line, logged_as_chatter
 from triage.model import events as ev
+from triage.patterns import LazyPattern
 from triage.timeline.timeline import Timeline
 
 MAX_LINES = 40  # a paste: every line of it is asked (the excerpt's size, diagnose/catalogue_sign.py)
 # pydantic's line for a validator's ValueError: `  Value error, MESSAGE [type=value_error, input_value=...]`
-_PYDANTIC = re.compile(r"^\s*Value error, (?P<msg>.*?)(?:\s+\[type=value_error\b.*)?$")
-_CLASS = re.compile(r"[A-Z]\w*")
+_PYDANTIC = LazyPattern(r"^\s*Value error, (?P<msg>.*?)(?:\s+\[type=value_error\b.*)?$")
+_CLASS = LazyPattern(r"[A-Z]\w*")
 
 
 def unexplained_paste(timeline: Timeline, lines: int) -> bool:
