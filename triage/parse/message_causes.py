@@ -37,7 +37,12 @@ from triage.parse.message_wording import (
     WORDING,
 )
 
-WEIGHT_CACHE = ("does not support EPLB", "Invalid weight cache mode", "requires a token", "pre-processed weights")
+WEIGHT_CACHE: tuple[str, ...] = (
+    "does not support EPLB",
+    "Invalid weight cache mode",
+    "requires a token",
+    "pre-processed weights",
+)
 WEIGHT_CACHE += ("WeightCacheKey mismatch on fields", "check the socket path / GPU mapping")
 # ... a second daemon for a socket that one already owns, a draft/target loader given the other's cache
 WEIGHT_CACHE += ("Another weight cache daemon already owns", "Weight cache role mismatch")
