@@ -35,9 +35,13 @@ class CatalogueHit(Struct, frozen=True):
     exception: str  # the class vLLM raises (or `logger.error` ...); a native code's enum name, `NCCL WARN`
     package: str  # vllm, huggingface_hub, transformers, safetensors, torch; cuda-runtime, cublas, cudnn, nccl
     source: str  # "vllm/config/model.py:123 in verify_with_parallel_config"
-    first: str  # the first and last releases of the catalogue that hold the message
+    first: str  # the first and last releases of the catalogue that hold the message ("" when it holds none)
     last: str
     text: str  # the log's message, as matched
+    # False: a message the catalogue does not hold, read as its build reads vLLM's source
+    # (diagnose/uncatalogued.py); `how` then says what decided the cause (wording, place, class)
+    catalogued: bool = True
+    how: str = "catalogue"
 
 
 class Catalogue:
