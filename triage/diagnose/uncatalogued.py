@@ -51,15 +51,20 @@ _HOW = {"wording": "wording", "place": "place in the source", "class": "exceptio
 def uncatalogued_hit(fatal: Signal) -> CatalogueHit | None:
     """The first exception of the fatal chain (its root first) whose class, wording or place
     names a cause; None when one says it is no start-up failure, or none decides."""
+    from triage.parse.catalogue import catalogue
     from triage.parse.message_causes import cause_of
 
     for exc, frame in _raised(fatal):
+        if catalogue().holds(f"{exc.type}: {exc.message}"):
+            return None  # a message the catalogue holds and gives no cause (a request's, a wrapper's)
         module, _, cls = exc.type.rpartition(".")
         if module and module.split(".", 1)[0] not in _PACKAGES:
             return None  # another library's own exception (`_pickle.UnpicklingError`): not the source read
-        if cls in _INTERPRETER or (cls.endswith("ImportError") and _IMPORT_SYSTEM.search(exc.message)):
+        if cls in _INTERPRETER or _IMPORT_SYSTEM.search(exc.message):
             return None
         file, function = _place(frame)
+        if frame is not None and not file:
+            continue  # raised in another package (a plugin, a kernel library): its words, not vLLM's
         cause, how = cause_of(file, cls, exc.message, function)
         if frame is None and cls in _CHECK_CLASSES:
             cause, how = _as_a_check(cause, how, exc.message)

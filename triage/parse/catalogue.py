@@ -49,20 +49,31 @@ class Catalogue:
 
     def __init__(self, entries: list[dict]) -> None:
         self._index: dict[str, list[dict]] = {}
+        # entries that name no cause (request-time, internal, wrappers): matched only to tell a
+        # message the catalogue holds from one it does not (`holds`), never as a hit
+        self._silent: dict[str, list[dict]] = {}
         self._compiled: dict[str, re.Pattern] = {}
         for e in entries:
-            if e["cause"] == "unknown_failure" or not e["literal"]:
+            if not e["literal"]:
                 continue
-            self._index.setdefault(_key(e["literal"]), []).append(e)
-        for bucket in self._index.values():  # the most specific first: the longest literal
+            index = self._silent if e["cause"] == "unknown_failure" else self._index
+            index.setdefault(_key(e["literal"]), []).append(e)
+        for bucket in [*self._index.values(), *self._silent.values()]:  # the most specific first
             bucket.sort(key=lambda e: (-len(e["literal"]), e["id"]))
 
     def match(self, text: str) -> dict | None:
-        """The entry whose message this text holds (the most specific), or None."""
+        """The entry naming a cause whose message this text holds (the most specific), or None."""
+        return self._match(text, self._index)
+
+    def holds(self, text: str) -> bool:
+        """Whether this text is one of the catalogue's messages, naming a cause or not."""
+        return self._match(text, self._index) is not None or self._match(text, self._silent) is not None
+
+    def _match(self, text: str, index: dict[str, list[dict]]) -> dict | None:
         flat = _SPACE.sub(" ", text[:MAX_TEXT])
         candidates: list[dict] = []
         for word in set(_WORD.findall(flat)):
-            candidates.extend(self._index.get(word, ()))
+            candidates.extend(index.get(word, ()))
         for e in sorted(candidates, key=lambda e: (-len(e["literal"]), e["id"])):
             if e["literal"] in flat and self._pattern(e).search(flat):
                 return e
