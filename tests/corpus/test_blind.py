@@ -32,6 +32,12 @@ def _cases() -> list[tuple[Path, list[str]]]:
     return out
 
 
+def _set_of(path: Path) -> str:
+    """Which blind set a case belongs to: its b<N>_ prefix; set 1 has none."""
+    head = path.name.split("_", 1)[0]
+    return f"set {head[1:]}" if head[:1] == "b" and head[1:].isdigit() else "set 1"
+
+
 def _verdict(path: Path, wanted: list[str]) -> tuple[str, str]:
     """(right | none | wrong, the top cause or '-')."""
     got = [d.id for d in triage_file(path).diagnoses][:1]
@@ -75,6 +81,13 @@ def test_blind_recall_holds_its_floor(verdicts):
         if verdict != "right":
             print(f"  {verdict:5} {p.parent.name}/{p.name}: got {top}")
     failing = [v for v in verdicts if v[1] != "healthy"]
+    for name in sorted({_set_of(p) for p, *_ in verdicts}):
+        mine = [v for v in failing if _set_of(v[0]) == name]
+        quiet = [v for v in verdicts if v[1] == "healthy" and _set_of(v[0]) == name]
+        print(
+            f"{name}: {sum(v[2] == 'right' for v in mine)}/{len(mine)} failing right,"
+            f" {sum(v[2] == 'right' for v in quiet)}/{len(quiet)} healthy quiet"
+        )
     right = sum(v[2] == "right" for v in failing)
     print(f"blind: {right}/{len(failing)} failing cases right")
     assert right >= FLOOR, f"blind recall fell to {right} (floor {FLOOR})"
