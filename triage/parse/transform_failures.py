@@ -163,7 +163,11 @@ class FailureEvents(Transformer):
         }
 
     def not_enough_gpus(self, head, tail=None):
-        return {"kind": "not_enough_gpus", "detail": str(head)}
+        detail = str(head)
+        count = re.match(r"\s*(\d{1,6}) GPUs\b", str(tail or "")) if detail.endswith("requiring") else None
+        if count is None:
+            return {"kind": "not_enough_gpus", "detail": detail}
+        return {"kind": "not_enough_gpus", "required": int(count[1]), "detail": f"{detail} {count[1]} GPUs"}
 
     def bf16_capability(self, required, *rest):
         has = next((r for r in rest if isinstance(r, tuple)), (None, None))
