@@ -320,10 +320,6 @@ def test_permission_denied_without_a_path_is_no_cache_folder():
         ("RuntimeError: HIP error: CUDNN_STATUS_EXECUTION_FAILED", "HIP"),
         # NCCL WARNs whose meaning is not NCCL's transport, that no other family reads
         ("gpu-a:5512:5640 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 6291456 bytes", "NCCL"),
-        (
-            "gpu-a:5512:5640 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000",
-            "NCCL",
-        ),
         ("gpu-a:5512:5640 [1] os/linux.cc:801 NCCL WARN Call to open failed: No such file or directory", "NCCL"),
     ],
 )
@@ -331,6 +327,16 @@ def test_native_texts_no_family_keys_are_native_errors(text, layer):
     """A failure whose cause only the native catalogue names (rules/catalogue/native_errors.json)."""
     e = one(text, "native_error")
     assert e.layer == layer and e.text
+
+
+def test_nccl_duplicate_gpu_is_two_ranks_on_one_gpu():
+    """NCCL's "Duplicate GPU detected" means more ranks than visible GPUs (parallelism_mismatch's
+    not_enough_gpus family), not a transport failure; its WARN relay stays NCCL's own line."""
+    e = one(
+        "gpu-a:5512:5640 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000",
+        "not_enough_gpus",
+    )
+    assert "two ranks on one GPU" in e.detail and "rank 0 and rank 1" in e.detail
 
 
 @pytest.mark.parametrize(

@@ -60,10 +60,13 @@ def line_events(
             held, joins, last = None, 0, no + raw.count("\n")
             yield from _table_rows(no, raw.split("\n"), clean, evidence)
             continue
-        if held is not None and no == last + 1 and held[3] and joins < MAX_JOINS and _continues(raw):
+        cut = held is not None and not held[3] and _cut_mid_token(held[0], raw)
+        if held is not None and no == last + 1 and (held[3] or cut) and joins < MAX_JOINS and _continues(raw):
             joined = peel(clean.joined(held[0] + raw) if clean else held[0] + raw, held[1].no)
             events, ran_out = parse_line_detail(joined)
-            if len(events) >= len(held[2]) and events != held[2]:
+            # a message that parsed whole is joined only where the join states more (a family
+            # its cut hid); else the follower is a line of its own
+            if len(events) > len(held[2]) or (not cut and len(events) == len(held[2]) and events != held[2]):
                 held, joins, last = (held[0] + raw, joined, events, ran_out), joins + 1, no
                 continue
         last = no
@@ -87,7 +90,8 @@ def line_events(
             events = events or _error_line(line)
             # A long line whose anchor word states nothing may be a phrase a wrap cut in two.
             ran_out = ran_out or (not events and len(line.text) >= WRAP_MIN_CHARS)
-            if not ran_out and complete is not None:
+            # an exception's message that stops inside a word may go on on the next line (a cut)
+            if not ran_out and complete is not None and not _open_ended(raw, events):
                 complete()
             if progress is None:
                 if events:
@@ -146,6 +150,20 @@ def _error_line(line: Line) -> list[ev.Event]:
     if text.startswith(("Traceback", "During handling", "The above exception", "Exception in ")):
         return []
     return [ev.ErrorLine(line=line.no, origin=line.origin, pid=line.pid, message=text[:300])]
+
+
+def _open_ended(raw: str, events: list[ev.Event]) -> bool:
+    """An exception line as long as a terminal (prefix and all) that ends on a letter or digit: a
+    wrap may have cut it there, so the scan keeps handing on the lines after it (exceptions are few)."""
+    return len(raw) >= WRAP_MIN_CHARS and raw[-1:].isalnum() and any(isinstance(e, ev.ExceptionRaised) for e in events)
+
+
+def _cut_mid_token(held: str, raw: str) -> bool:
+    """A wrap that fell inside a word or path ("...with co" + "mpute capability", "...-gnu." +
+    "so: undefined symbol"): a long line ending in a non-space, its follower opening with a
+    lowercase letter or digit at once. A message that parsed whole may still be cut there."""
+    first = raw[:1]
+    return len(held) >= WRAP_MIN_CHARS and not held[-1:].isspace() and (first.islower() or first.isdigit())
 
 
 def _continues(raw: str) -> bool:

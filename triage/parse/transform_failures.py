@@ -163,7 +163,11 @@ class FailureEvents(Transformer):
         }
 
     def not_enough_gpus(self, head, tail=None):
-        return {"kind": "not_enough_gpus", "detail": str(head)}
+        detail = str(head)
+        count = re.match(r"\s*(\d{1,6}) GPUs\b", str(tail or "")) if detail.endswith("requiring") else None
+        if count is None:
+            return {"kind": "not_enough_gpus", "detail": detail}
+        return {"kind": "not_enough_gpus", "required": int(count[1]), "detail": f"{detail} {count[1]} GPUs"}
 
     def bf16_capability(self, required, *rest):
         has = next((r for r in rest if isinstance(r, tuple)), (None, None))
@@ -223,6 +227,8 @@ class FailureEvents(Transformer):
         reads it, and its text cut by a wrap must stay a cut message for the unwrap to rejoin), two
         ranks on one device (the device assignment, not the transport)."""
         text = str(tail or "").strip()
+        if text.startswith("Duplicate GPU detected"):  # more ranks than visible GPUs: two share one
+            return {"kind": "not_enough_gpus", "detail": f"NCCL found two ranks on one GPU ({text[:160]})"}
         if _NATIVE_WARN.search(text):  # no family reads it by meaning: the catalogue's NCCL formats do
             return {"kind": "native_error", "layer": "NCCL", "text": text[:300]}
         if not text or _NOT_NCCL_WARN.search(text):
@@ -395,9 +401,7 @@ _NCCL_CODES = {
 }
 # WARNs whose meaning is not NCCL's transport and that no other family reads (errors.md §3.4): a
 # CUDA allocation for NCCL's buffers, two ranks on one GPU, a segment it cannot open or map
-_NATIVE_WARN = LazyPattern(
-    r"CUDA calloc|CUDA malloc|CUDA host alloc|Could not map|Call to open failed|Duplicate GPU detected"
-)
+_NATIVE_WARN = LazyPattern(r"CUDA calloc|CUDA malloc|CUDA host alloc|Could not map|Call to open failed")
 _NOT_NCCL_WARN = LazyPattern(
     r"Cuda failure|CUDA calloc|out of memory|shared|/dev/shm|posix_fallocate|Could not map"
     r"|Call to open failed|Duplicate GPU detected"
