@@ -44,6 +44,7 @@ _NO_FRAME = ("vllm/", "")
 # ValueError / NotImplementedError / AssertionError messages two in three reject an argument
 # (1193 of 1754: invalid_arguments, 15% no cause, 8% a parallel size, 2% files, 2% a dtype).
 _CHECK_CLASSES = frozenset({"ValueError", "NotImplementedError"})
+MIN_CHECK = 20  # characters of a message the prior reads at least ("Total numb" is a cut, not a check)
 # How the decision named the cause, as the explanation says it ("its wording names this cause").
 _HOW = {"wording": "wording", "place": "place in the source", "class": "exception class", "override": "wording"}
 
@@ -89,15 +90,13 @@ def uncatalogued_hit(fatal: Signal) -> CatalogueHit | None:
 
 
 def _as_a_check(cause: str, how: str, message: str) -> tuple[str, str]:
-    """A frameless check's decision: parallel words that name no size which does not fit are a
-    flag combination (the v3 tie-break), and words that decide nothing leave the prior."""
-    from triage.parse.message_wording import CONFIG_PARALLEL_FIT
+    """A frameless check's decision: the check tie-break, and words that decide nothing leave
+    it a check of the arguments (the class prior)."""
+    from triage.parse.message_causes import check_tie_break
 
-    if cause == "parallelism_mismatch" and not CONFIG_PARALLEL_FIT.search(message):
-        return "invalid_arguments", how
-    if how == "none":
-        return "invalid_arguments", "class"
-    return cause, how
+    if how == "none":  # a message cut to a few words says too little to be taken for a check
+        return ("invalid_arguments", "class") if len(message.strip()) >= MIN_CHECK else (cause, how)
+    return check_tie_break(cause, message), how
 
 
 def _raised(fatal: Signal) -> Iterator[tuple[ev.ExceptionRaised, ev.Frame | None]]:

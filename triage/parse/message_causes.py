@@ -270,3 +270,12 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
         if re.fullmatch(where, file) and (not classes or re.fullmatch(classes[0], cls)):
             return cause, "place"
     return "unknown_failure", "none"
+
+
+def check_tie_break(cause: str, text: str) -> str:
+    """A message read as one of vLLM's argument checks with no place to say so (pasted without
+    its frames): parallel words that name no size which does not fit (a head count, the GPUs
+    there are) are a flag combination, invalid_arguments (the v3 tie-break its config checks get)."""
+    if cause == "parallelism_mismatch" and not CONFIG_PARALLEL_FIT.search(text):
+        return "invalid_arguments"
+    return cause

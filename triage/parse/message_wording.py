@@ -117,7 +117,7 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         "dtype_unsupported",
         None,
         re.compile(
-            r"compute capability|bfloat16|\bbf16\b|capability|\bsm_?\d\d|hopper|ampere|blackwell|volta|turing|"
+            r"compute capability|bfloat16|\bbf16\b|capability|\bsm_?\d\d|\b(hopper|ampere|blackwell|volta|turing)\b|"
             r"(dtype|data type|precision) .*not supported|does not support .*dtype|"
             r"does not support (fp8|fp4|int8|bf16|bfloat16|float8)\b.{0,40}\bon this (device|gpu)|"
             r"not supported on (this|the current|your) "
