@@ -15,6 +15,8 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DEVICE_ERROR": (
         "CUDA error:",
         "HIP error:",
+        "CUDA error (",
+        "HIP error (",
         "Hip error:",
         "XPU error:",
         "NPU error:",

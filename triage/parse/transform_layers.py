@@ -49,6 +49,31 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("gpu_lost", "runtime_fault", ("GPU has fallen off the bus", "NVMLError_GpuIsLost", "GPU is lost"), ()),
     ("xid", "runtime_fault", ("NVRM: Xid",), ()),
     ("invalid_argument", "runtime_fault", ("invalid argument",), ("InvalidValue", "INVALID_VALUE")),
+    (  # 9: a launch whose grid/block/shared-memory shape the device rejects (a batch too large for a kernel)
+        "invalid_configuration",
+        "runtime_fault",
+        ("invalid configuration argument",),
+        ("InvalidConfiguration",),
+    ),
+    (
+        "launch_timeout",
+        "runtime_fault",
+        ("the launch timed out and was terminated",),
+        ("LaunchTimeout", "LAUNCH_TIMEOUT"),
+    ),
+    (
+        "hardware_stack_error",
+        "runtime_fault",
+        ("hardware stack error",),
+        ("HardwareStackError", "HARDWARE_STACK_ERROR"),
+    ),
+    ("invalid_pc", "runtime_fault", ("invalid program counter",), ("InvalidPc", "INVALID_PC")),
+    (  # 717: before "operation not supported", whose text it contains
+        "invalid_address_space",
+        "runtime_fault",
+        ("operation not supported on global/shared address space",),
+        ("InvalidAddressSpace", "INVALID_ADDRESS_SPACE"),
+    ),
     (
         "no_kernel_image",
         "build_mismatch",
