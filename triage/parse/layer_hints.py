@@ -31,6 +31,8 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "CUDNN_STATUS_",
         "invalid device function",
         "peer access is not supported between",
+        "ptxas fatal",
+        "nvcc fatal",
     ),
     "LOADER_HEAD": (
         "undefined symbol",

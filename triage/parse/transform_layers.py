@@ -88,6 +88,12 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
         ("InvalidKernelImage", "InvalidImage", "INVALID_IMAGE", "InvalidKernelFile"),
     ),
     ("invalid_ptx", "build_mismatch", ("a PTX JIT compilation failed",), ("InvalidPtx", "INVALID_PTX")),
+    (  # ptxas / nvcc older than the GPU: "Value 'sm_110a' is not defined", "Unsupported gpu architecture"
+        "toolchain_arch_unknown",
+        "build_mismatch",
+        ("is not defined for option 'gpu-name'", "Unsupported gpu architecture"),
+        (),
+    ),
     (  # 221: the driver install lacks its PTX JIT library (errors.md 2.2)
         "jit_compiler_not_found",
         "build_mismatch",
@@ -172,7 +178,12 @@ _PLATFORMS = {
     "GPU": "CUDA",
     "NVMLError": "CUDA",
 }
-_HEAD_IN_TEXT = ("memory_access_fault", "xid", "gpu_lost")  # errors whose head is part of what they say
+_HEAD_IN_TEXT = (
+    "memory_access_fault",
+    "xid",
+    "gpu_lost",
+    "toolchain_arch_unknown",
+)  # errors whose head is part of what they say
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so", "libnvidia-", "libhsa-runtime", "libamdhip64.so")
 _CACHE_WORDS = (
     "cache",
