@@ -99,6 +99,9 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     def ready(self, head, tail=None):
         return {"kind": "ready", "what": str(head)}
 
+    def engine_stopping(self, head, tail=None):
+        return {"kind": "engine_stopping"}
+
     # --- version and config ---
     def banner(self, words, *rest):
         version = next((str(r)[2:-1] for r in rest if r.type == "VERSION_PAREN"), None)

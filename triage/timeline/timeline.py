@@ -58,6 +58,7 @@ class Attempt(Struct):
     repeats: int = 1
     config_sources: set[str] = field(default_factory=set)  # a source seen twice means a restart
     dropped_signals: int = 0
+    stopping: bool = False  # the engine core began a shutdown it was asked for (EngineStopping)
     _head: int = 0  # events[:_head] are the startup's, never dropped
     _kinds: set[str] = field(default_factory=set)
 
@@ -198,6 +199,7 @@ class Timeline:
                 continue
             if isinstance(event, ev.Frame) and not _keep_frame(chain):
                 continue
+            attempt.stopping = attempt.stopping or isinstance(event, ev.EngineStopping)
             attempt.add(event)
             if is_error_event(event, line, chain):
                 error_events.append(event)
@@ -306,7 +308,10 @@ class Timeline:
             or ("starting" if attempt.config_sources else None),
             after_ready=serving,
             repeats=max(line.repeat, 1),
+            after_stop=attempt.stopping,
         )
+        if signal.root:  # a real error during the stop: a death after it is its consequence, not the stop
+            attempt.stopping = False
         own = next((p for e in events if (p := e.failed_phase())), None)
         if own:  # an error that names its phase also names it for the error just before it
             for previous in reversed(attempt.signals[-4:]):

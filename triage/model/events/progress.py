@@ -141,6 +141,15 @@ class Ready(Event, frozen=True, kw_only=True):
     what: str
 
 
+@event
+class EngineStopping(Event, frozen=True, kw_only=True):
+    """The engine core beginning a shutdown it was asked for (0.18.1 .. 0.22: `Shutdown initiated
+    (timeout=N)`, logged only from its busy loop, so only once it ran). The client's report that
+    the engine core process died, after this, is the stop itself, not a failure."""
+
+    kind = "engine_stopping"
+
+
 # --- configuration --------------------------------------------------------------------
 
 
