@@ -58,6 +58,7 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "An error happened while trying to locate the file",
         "There was a specific connection error when trying to load",
         "HTTPSConnectionPool(host='",
+        "error downloading or loading vocab file",
     ),
     "MODEL_MISSING": (
         "Repo id must be in the form",

@@ -340,6 +340,7 @@ class LayerEvents(Transformer):
             "problem": text.split("(")[0].strip(),
             "endpoint": host.group(1) if host else (endpoint.group(0) if endpoint else None),
             "offline": offline,
+            "vocab": "vocab file" in text or "openaipublic.blob" in text,
         }
 
     def model_missing(self, head, tail=None):
