@@ -114,7 +114,7 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
 
     def server_version(self, _head, version, *rest):
-        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v"), "server": True}
 
     def logo_version(self, _logo, version, tail=None):  # the first token is the banner's `█ version`
         return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}

@@ -163,6 +163,7 @@ class EngineConfig(Event, frozen=True, kw_only=True):
     version: str | None = None
     engine: str | None = None
     settings: dict[str, str | int | float | bool | None] = field(default_factory=dict)
+    server: bool = False  # the API server's own banner: this start serves HTTP, ready when it listens
 
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():
