@@ -15,6 +15,8 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
     "DEVICE_ERROR": (
         "CUDA error:",
         "HIP error:",
+        "CUDA error (",
+        "HIP error (",
         "Hip error:",
         "XPU error:",
         "NPU error:",
@@ -29,6 +31,8 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "CUDNN_STATUS_",
         "invalid device function",
         "peer access is not supported between",
+        "ptxas fatal",
+        "nvcc fatal",
     ),
     "LOADER_HEAD": (
         "undefined symbol",
@@ -54,6 +58,7 @@ LAYER_REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "An error happened while trying to locate the file",
         "There was a specific connection error when trying to load",
         "HTTPSConnectionPool(host='",
+        "error downloading or loading vocab file",
     ),
     "MODEL_MISSING": (
         "Repo id must be in the form",

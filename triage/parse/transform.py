@@ -99,6 +99,9 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
     def ready(self, head, tail=None):
         return {"kind": "ready", "what": str(head)}
 
+    def engine_stopping(self, head, tail=None):
+        return {"kind": "engine_stopping"}
+
     # --- version and config ---
     def banner(self, words, *rest):
         version = next((str(r)[2:-1] for r in rest if r.type == "VERSION_PAREN"), None)
@@ -111,7 +114,7 @@ class ToEvents(DefaultEvents, MemoryEvents, FailureEvents, LayerEvents):
         return {"kind": "engine_config", "version": version, "engine": engine, "settings": parse_settings(tail)}
 
     def server_version(self, _head, version, *rest):
-        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}
+        return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v"), "server": True}
 
     def logo_version(self, _logo, version, tail=None):  # the first token is the banner's `█ version`
         return {"kind": "engine_config", "source": "version", "version": str(version).lstrip("v")}

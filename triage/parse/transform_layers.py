@@ -49,6 +49,31 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
     ("gpu_lost", "runtime_fault", ("GPU has fallen off the bus", "NVMLError_GpuIsLost", "GPU is lost"), ()),
     ("xid", "runtime_fault", ("NVRM: Xid",), ()),
     ("invalid_argument", "runtime_fault", ("invalid argument",), ("InvalidValue", "INVALID_VALUE")),
+    (  # 9: a launch whose grid/block/shared-memory shape the device rejects (a batch too large for a kernel)
+        "invalid_configuration",
+        "runtime_fault",
+        ("invalid configuration argument",),
+        ("InvalidConfiguration",),
+    ),
+    (
+        "launch_timeout",
+        "runtime_fault",
+        ("the launch timed out and was terminated",),
+        ("LaunchTimeout", "LAUNCH_TIMEOUT"),
+    ),
+    (
+        "hardware_stack_error",
+        "runtime_fault",
+        ("hardware stack error",),
+        ("HardwareStackError", "HARDWARE_STACK_ERROR"),
+    ),
+    ("invalid_pc", "runtime_fault", ("invalid program counter",), ("InvalidPc", "INVALID_PC")),
+    (  # 717: before "operation not supported", whose text it contains
+        "invalid_address_space",
+        "runtime_fault",
+        ("operation not supported on global/shared address space",),
+        ("InvalidAddressSpace", "INVALID_ADDRESS_SPACE"),
+    ),
     (
         "no_kernel_image",
         "build_mismatch",
@@ -63,6 +88,12 @@ _DEVICE_ERRORS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = 
         ("InvalidKernelImage", "InvalidImage", "INVALID_IMAGE", "InvalidKernelFile"),
     ),
     ("invalid_ptx", "build_mismatch", ("a PTX JIT compilation failed",), ("InvalidPtx", "INVALID_PTX")),
+    (  # ptxas / nvcc older than the GPU: "Value 'sm_110a' is not defined", "Unsupported gpu architecture"
+        "toolchain_arch_unknown",
+        "build_mismatch",
+        ("is not defined for option 'gpu-name'", "Unsupported gpu architecture"),
+        (),
+    ),
     (  # 221: the driver install lacks its PTX JIT library (errors.md 2.2)
         "jit_compiler_not_found",
         "build_mismatch",
@@ -147,7 +178,12 @@ _PLATFORMS = {
     "GPU": "CUDA",
     "NVMLError": "CUDA",
 }
-_HEAD_IN_TEXT = ("memory_access_fault", "xid", "gpu_lost")  # errors whose head is part of what they say
+_HEAD_IN_TEXT = (
+    "memory_access_fault",
+    "xid",
+    "gpu_lost",
+    "toolchain_arch_unknown",
+)  # errors whose head is part of what they say
 _DRIVER_LIBS = ("libcuda.so", "libnvidia-ml.so", "libnvidia-", "libhsa-runtime", "libamdhip64.so")
 _CACHE_WORDS = (
     "cache",
@@ -304,6 +340,7 @@ class LayerEvents(Transformer):
             "problem": text.split("(")[0].strip(),
             "endpoint": host.group(1) if host else (endpoint.group(0) if endpoint else None),
             "offline": offline,
+            "vocab": "vocab file" in text or "openaipublic.blob" in text,
         }
 
     def model_missing(self, head, tail=None):

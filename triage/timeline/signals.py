@@ -71,6 +71,7 @@ class Signal(Struct):
     after_ready: bool = False
     repeats: int = 1
     cut: bool = False  # a traceback the log stops inside: a failure whose message is lost
+    after_stop: bool = False  # after the engine core logged a shutdown it was asked for
 
     @property
     def root(self) -> bool:
@@ -94,7 +95,10 @@ class Signal(Struct):
 
     @property
     def shutdown(self) -> bool:
-        """Stopped on purpose; `SystemExit: 1` (or a message) is an exit that failed."""
+        """Stopped on purpose; `SystemExit: 1` (or a message) is an exit that failed. A report
+        that a process ended, after the engine core began a requested shutdown, is that stop."""
+        if self.after_stop and all(e.death for e in self.events):
+            return True
         exc = self.exception
         if exc is not None and exc.type.endswith("SystemExit") and exc.message.strip() not in ("", "0", "None"):
             return False

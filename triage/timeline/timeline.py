@@ -58,6 +58,9 @@ class Attempt(Struct):
     repeats: int = 1
     config_sources: set[str] = field(default_factory=set)  # a source seen twice means a restart
     dropped_signals: int = 0
+    stopping: bool = False  # the engine core began a shutdown it was asked for (EngineStopping)
+    server: bool = False  # the API server's banner was seen: the engine being up is not yet serving
+    engine_up: bool = False  # a server's engine is up; the API server is still building its app
     _head: int = 0  # events[:_head] are the startup's, never dropped
     _kinds: set[str] = field(default_factory=set)
 
@@ -191,6 +194,11 @@ class Timeline:
         for event in events:
             chain = self._track_traceback(event, line) or chain
             self._track_phase(event, attempt)
+            attempt.server = attempt.server or (isinstance(event, ev.EngineConfig) and event.server)
+            if isinstance(event, ev.Ready) and attempt.server and event.what.startswith("init engine"):
+                attempt.add(event)  # the engine is up; the API server can still fail to build its app
+                attempt.engine_up = True
+                continue
             if isinstance(event, ev.Ready):
                 if attempt.ready is None:
                     attempt.add(event)  # before `ready` is set: the startup's last event, never dropped
@@ -198,6 +206,7 @@ class Timeline:
                 continue
             if isinstance(event, ev.Frame) and not _keep_frame(chain):
                 continue
+            attempt.stopping = attempt.stopping or isinstance(event, ev.EngineStopping)
             attempt.add(event)
             if is_error_event(event, line, chain):
                 error_events.append(event)
@@ -299,14 +308,17 @@ class Timeline:
             chain=chain,
             # a signal after readiness is in phase "ready" whatever its origin reached (Signal.phase):
             # asking the attempt's phase then would look for a fatal signal among all, per signal
+            # (once a server's engine is up, another process's error is not in the engine's phase)
             origin_phase=None
             if serving
             else attempt.origin_phase.get(line.origin)
-            or attempt.phase
-            or ("starting" if attempt.config_sources else None),
+            or (None if attempt.engine_up else attempt.phase or ("starting" if attempt.config_sources else None)),
             after_ready=serving,
             repeats=max(line.repeat, 1),
+            after_stop=attempt.stopping,
         )
+        if signal.root:  # a real error during the stop: a death after it is its consequence, not the stop
+            attempt.stopping = False
         own = next((p for e in events if (p := e.failed_phase())), None)
         if own:  # an error that names its phase also names it for the error just before it
             for previous in reversed(attempt.signals[-4:]):

@@ -71,6 +71,7 @@ from triage.model.events.progress import (  # noqa: F401 - re-exported: `ev.<Cla
     CudaGraphPool,
     EncoderCacheBudget,
     EngineConfig,
+    EngineStopping,
     GraphCaptureDone,
     LoadModelOom,
     PhaseMark,

@@ -72,6 +72,7 @@ class HubUnreachable(Event, frozen=True, kw_only=True):
     problem: str
     endpoint: str | None = None
     offline: bool = False  # HF_HUB_OFFLINE / local_files_only: the cache lacks the files
+    vocab: bool = False  # the tiktoken encoding files (gpt-oss's openai_harmony, tiktoken tokenizers), not the hub
 
 
 @event

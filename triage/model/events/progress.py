@@ -141,6 +141,15 @@ class Ready(Event, frozen=True, kw_only=True):
     what: str
 
 
+@event
+class EngineStopping(Event, frozen=True, kw_only=True):
+    """The engine core beginning a shutdown it was asked for (0.18.1 .. 0.22: `Shutdown initiated
+    (timeout=N)`, logged only from its busy loop, so only once it ran). The client's report that
+    the engine core process died, after this, is the stop itself, not a failure."""
+
+    kind = "engine_stopping"
+
+
 # --- configuration --------------------------------------------------------------------
 
 
@@ -154,6 +163,7 @@ class EngineConfig(Event, frozen=True, kw_only=True):
     version: str | None = None
     engine: str | None = None
     settings: dict[str, str | int | float | bool | None] = field(default_factory=dict)
+    server: bool = False  # the API server's own banner: this start serves HTTP, ready when it listens
 
     def add_facts(self, facts: FactSink) -> None:
         for key, value in self.settings.items():
