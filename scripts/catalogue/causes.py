@@ -119,7 +119,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             _I,
         ),
     ),
-    ("dependency_missing", r"ImportError", re.compile(r".")),
+    # (a kernel that refuses an old GPU by raising ImportError names the GPU, not a package)
+    ("dependency_missing", r"ImportError", re.compile(r"^(?!.*compute capability)")),
     # errors.md 6.1: a lazy module (torch's, transformers') lacks a name its caller expects: another release
     ("package_version_mismatch", r"AttributeError", re.compile(MODULE_ATTRIBUTE)),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
@@ -163,7 +164,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"repository not found|not a valid model identifier|invalid repository id|not a local folder|"
             r"repo id must|does not appear to have|can't load the configuration|"
             r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)|unrecognized model in|"
-            r"can't load tokenizer for|no supported config format found|no config file found",
+            r"can't load tokenizer for|no supported config format found|no config file found|"
+            r"no adapter found",  # a --lora-modules path or hub id that does not resolve
             _I,
         ),
     ),
@@ -223,7 +225,10 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"architectures?\b.*(not supported|unsupported|not recogni|failed to be inspected)|model type|"
             r"not supported (in|by) vllm|is not supported for now|model class|is not a registered model|"
             r"has no vllm implementation|implementation (of .{0,80} )?is not compatible with vllm|"
-            r"(not supported|unsupported) .*architecture",
+            r"(not supported|unsupported) .*architecture|"
+            # the model class has no LoRA support in this release (--enable-lora on it)
+            r"^(model )?\{[^}]*\} (does not|doesn't) support lora( yet)?\.?$|"
+            r"^model \{[^}]*\} is not supported for lora",
             _I,
         ),
     ),
@@ -267,7 +272,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"safetensors|checkpoint|\bshards?\b|weights? files?|\.bin\b|load key|header|incomplete|corrupt|"
             r"model weights|not initialized from|unexpected key|missing key|index file|not a valid json file|"
-            r"weight map|not loaded properly|(gguf|weight|checkpoint) files? not found|could not find .{0,40} file for",
+            r"weight map|not loaded properly|(gguf|weight|checkpoint) files? not found|could not find .{0,40} file for|"
+            r"(does not|doesn't) contain (any )?(tensors|weights)",  # an adapter folder without its weights
             _I,
         ),
     ),
@@ -289,6 +295,19 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
 
 # (file regex, cause[, class regex]): where a template is raised, when its wording did not decide.
 PLACES: list[tuple[str, ...]] = [
+    # LoRA's ValueErrors refuse an adapter or a LoRA flag (--max-lora-rank, --lora-modules, --max-loras)
+    (r"vllm/lora/.*", "invalid_arguments", r"ValueError|NotImplementedError|KeyError"),
+    # a KV / EC connector refuses its --kv-transfer-config (name, role, extra config, a layout)
+    # (its asserts in a connector's construction check that config too: "HMA should not be enabled
+    # unless all sub-connectors support it"; a connector's own error class says the same)
+    (
+        r"vllm/distributed/(kv|ec)_transfer/.*",
+        "invalid_arguments",
+        r"ValueError|NotImplementedError|AssertionError|MoRIIOError",
+    ),
+    (r"vllm/(v1/)?spec_decode/.*", "invalid_arguments", r"ValueError|NotImplementedError"),  # --speculative-config
+    # a --tool-call-parser / --reasoning-parser name (or a parser plugin) that is not registered
+    (r"vllm/(tool_parsers|reasoning|parser)/.*", "invalid_arguments", r"KeyError|ValueError|TypeError"),
     (r"vllm/config\.py|vllm/config/.*", "invalid_arguments"),
     (r"vllm/engine/arg_utils\.py", "invalid_arguments"),
     (r"vllm/entrypoints/.*", "invalid_arguments"),
@@ -376,6 +395,11 @@ INTERNAL_PLACES: list[tuple[str, str]] = [
     (r"vllm/distributed/(parallel_state|device_communicators/.*)\.py", r"AssertionError|ValueError"),
     (r"huggingface_hub/.*", r"ValueError"),
 ]
+# ... asserts that check what vLLM built against itself: (file regex, function regex, class regex)
+# (a KV connector registering the KV cache vLLM allocated: its shapes, strides and buffers) ...
+INTERNAL_FUNCS: list[tuple[str, str, str]] = [
+    (r"vllm/distributed/(kv|ec)_transfer/.*", r"register_.*", r"AssertionError"),
+]
 # ... and wording, in any package, that describes the code's own state rather than a setting
 INTERNAL = re.compile(
     r"should (only )?be called|must be called|should not be called|should not be reached|"
@@ -398,9 +422,11 @@ def request_time(file: str, function: str) -> bool:
     return any(re.fullmatch(where, file) and re.fullmatch(fn, function) for where, fn in REQUEST_TIME)
 
 
-def internal(file: str, cls: str, text: str) -> bool:
+def internal(file: str, cls: str, text: str, function: str = "") -> bool:
     """A programming error: a layer's misuse class, or wording about the code's own state."""
     if not file.startswith("vllm/") and LIBRARY_BUGS.fullmatch(cls):
+        return True
+    if any(re.fullmatch(w, file) and re.fullmatch(f, function) and re.fullmatch(c, cls) for w, f, c in INTERNAL_FUNCS):
         return True
     if any(re.fullmatch(where, file) and re.fullmatch(classes, cls) for where, classes in INTERNAL_PLACES):
         return True
@@ -444,6 +470,13 @@ CONFIG_PARALLEL_FIT = re.compile(
 )
 
 
+# (file regex, cause, message regex): wording that means a cause only where it is raised.
+PLACE_WORDING: list[tuple[str, str, str]] = [
+    # a KV connector's transfer library (NIXL, Mooncake, MoRIIO) imported in a try and named when absent
+    (r"vllm/distributed/(kv|ec)_transfer/.*", "dependency_missing", r"^[\w-]+ is not available\b"),
+]
+
+
 def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, str]:
     """(cause, how it was decided) for one template. "request-time", "internal" and "benign"
     name no cause, and mark a message that is not a user-facing startup error."""
@@ -456,6 +489,9 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
         return CLASS_RULES[cls], "class"
     if request_time(file, function) and not cls.endswith("ImportError"):  # a missing package is missing any time
         return "unknown_failure", "request-time"
+    for where, cause, sign in PLACE_WORDING:
+        if re.fullmatch(where, file) and re.search(sign, text):
+            return cause, "wording"
     config = CONFIG_PLACES.fullmatch(file) is not None
     for cause, sign in CONFIG_SIGNS if config else []:
         if sign.search(text):
@@ -467,7 +503,7 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
             continue
         if (cls_re is None or re.fullmatch(cls_re, cls)) and wording.search(text):
             return cause, "wording"
-    if internal(file, cls, text):  # only where place alone would decide
+    if internal(file, cls, text, function):  # only where place alone would decide
         return "unknown_failure", "internal"
     for where, cause, *classes in PLACES:
         if re.fullmatch(where, file) and (not classes or re.fullmatch(classes[0], cls)):

@@ -90,6 +90,32 @@ STARTUP_PATHS = {
         r"vllm/tokenizers/[^/]*\.py",
         r"vllm/plugins/__init__\.py",
         r"vllm/envs\.py",
+        # LoRA (--enable-lora): the manager and the model's LoRA layers built at load, the
+        # adapters of --lora-modules loaded and checked at start, and the dummy LoRAs of the
+        # profile run; not the per-step adapter activation, mappings and kernels (lora/ops)
+        r"vllm/lora/[^/]*\.py::!(forward|apply.*|_apply.*|activate.*|deactivate.*|_deactivate.*|"
+        r"set_adapter_mapping|_set_adapter_mapping|set_active_adapters|_set_active_adapters|remove.*|pin.*|"
+        r"_pin.*|list_adapters|get_adapter|update_metadata|convert_mapping|compute_meta|.*mapping.*|__.*__)",
+        r"vllm/lora/(layers|punica_wrapper)/.*\.py::^(__init__|create_lora_weights|can_replace_layer|"
+        r"get_punica_wrapper|_?check.*|_?verify.*|_?validate.*)$",
+        r"vllm/v1/worker/[^/]*mixin\.py::^(__init__|load_.*|init.*|_init.*|maybe_(dummy_run|setup_dummy|profile|"
+        r"select_dummy|create|get_kv_connector|setup_kv).*|_dummy.*|.*profile.*|.*capture.*|ensure_.*|.*kv_cache.*)$",
+        # KV / encoder-cache transfer (--kv-transfer-config, --ec-transfer-config): the connector
+        # factory, each connector's construction and KV cache registration at start; not the
+        # handshakes with a remote instance and transfers, which run per request
+        r"vllm/distributed/(kv|ec)_transfer/.*\.py::^(__init__|_init.*|init.*|ensure_.*|create_.*|"
+        r"_?get_connector_class.*|register_kv_caches|register_cross_layers_kv_cache|initialize.*|"
+        r"_?validate_(?!remote|push|source|.*tensor|.*metadata).*|_?check_(?!peer|lookup|tensors|sources|healthy|health).*|"
+        r"get_required_kvcache_layout)$",
+        # speculative decoding: the drafter's construction and load_model (V1), the V0 workers'
+        r"vllm/v1/spec_decode/.*\.py::^(__init__|load_model|_?validate.*|_?check.*|_?verify.*|_get_.*model.*|"
+        r"initialize.*|_init.*|.*capture.*|.*kv_cache.*|_maybe_share.*)$",
+        r"vllm/spec_decode/.*\.py::^(__init__|load_model|init_device|create_worker|create_spec_worker|"
+        r"determine_num_available_blocks|initialize_cache|_?validate.*|_?verify.*|_configure_model_sampler.*)$",
+        # tool-call and reasoning parsers named by --tool-call-parser / --reasoning-parser: the lookup
+        # by name at start (each parser's own code parses model output per request)
+        r"vllm/(entrypoints/openai/tool_parsers|tool_parsers|reasoning|entrypoints/openai/reasoning_parsers|parser)/"
+        r"(abstract_tool_parser|abs_reasoning_parsers|__init__|parser_manager)\.py::^(get_.*|import_.*|_load.*)$",
     ],
     "huggingface_hub": [
         r"huggingface_hub/errors\.py",
