@@ -65,6 +65,11 @@ OVERRIDES: list[tuple[str, str, str]] = [
     # token, a quantization it cannot share, a daemon started for another model or GPU
     *((r"vllm/model_executor/model_loader/(utils\.py|weight_cache/.*)", f, "invalid_arguments") for f in WEIGHT_CACHE),
     (r"vllm/v1/worker/gpu_worker\.py", "Model Runner V2 requires Triton", "dependency_missing"),
+    # the MoE backend oracle names the setting to change (VLLM_FLASHINFER_MOE_BACKEND), as
+    # quantization/fp8.py's same refusal does, even where it names the GPU it refuses on
+    (r"vllm/model_executor/layers/fused_moe/oracle/.*", "Please use VLLM_", "invalid_arguments"),
+    # a combination of the checkpoint's quantization dtypes that the layer does not implement (not the GPU's)
+    (r"vllm/model_executor/layers/quantization/.*", "dtype combination", "invalid_arguments"),
     (r"vllm/v1/engine/core_client\.py", "asyncio without multiprocessing", "invalid_arguments"),  # an env setting
     (r"vllm/v1/engine/utils\.py", "found internal DPLB, which is incompatible", "invalid_arguments"),  # DP LB mode
     (r"vllm/v1/worker/mm_encoder_model_runner\.py", "An encoder-only instance", "invalid_arguments"),
@@ -287,7 +292,10 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"mutually exclusive|(must|should) (only )?be (set|one of|a |an |positive|non-negative|greater|less|between|"  # noqa: E501 - one regex alternation a line
             r"at least|at most|divisible|specified|provided|true|false|enabled|disabled)|"
             r"unknown .*(method|backend|mode|type|format|option)|unsupported .*(method|backend|mode|type|format|option)|"  # noqa: E501 - one regex alternation a line
-            r"deprecated|no longer supported|has been removed|block.size",
+            r"deprecated|no longer supported|has been removed|block.size|"
+            # a model or layer that cannot run with a feature vLLM turns on by a flag
+            r"(does not|doesn't) (currently )?support (prefix caching|prefetch offloading|chunked prefill|"
+            r"sequence[- ]parallel|cuda ?graphs?)|(quantized|fp8) kv cache (is )?not supported",
             _I,
         ),
     ),
@@ -316,6 +324,12 @@ PLACES: list[tuple[str, ...]] = [
     (r"vllm/model_inspection\.py", "unsupported_architecture"),
     (r"vllm/model_executor/models/(config|interfaces|interfaces_base)\.py", "invalid_arguments"),
     (r"vllm/model_executor/layers/quantization/.*", "invalid_arguments"),
+    # a MoE kernel / all2all backend, quantization or EPLB setting the layer cannot serve
+    (r"vllm/model_executor/layers/fused_moe/.*", "invalid_arguments", r"ValueError|NotImplementedError"),
+    # a model's implementation refuses its checkpoint's config (an activation, a position
+    # embedding, a layer type this release does not implement): upgrade vLLM or another checkpoint
+    # (its asserts at construction check the same config: "Only support use_moe_router_bias is true")
+    (r"vllm/model_executor/models/.*", "unsupported_architecture", r"ValueError|NotImplementedError|AssertionError"),
     # a loader's corrupt or missing files are named by their wording (WORDING); what is left
     # refuses a load format or a combination (--load-format, bitsandbytes with TP, EPLB)
     (r"vllm/model_executor/model_loader/(?!weight_cache/).*", "invalid_arguments", r"ValueError|NotImplementedError"),
@@ -412,7 +426,9 @@ INTERNAL = re.compile(
     r"must be set by this point|(subclasses|sub classes) should implement|please implement|"
     r"model instance must (have|inherit)|typically means .{0,60} was called outside|must be of the same type|"
     r"list type must|must take exactly one of|accepts only keyword arguments|must be contiguous|"
-    r"should (not|never) happen|should always exist",
+    r"should (not|never) happen|should always exist|"
+    # a model that finds none of its own layers, a config object vLLM itself passes
+    r"\bno \w+ layers? found in\b|^\w+_config is required\b",
     re.IGNORECASE,
 )
 

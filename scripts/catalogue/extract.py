@@ -52,6 +52,20 @@ STARTUP_PATHS = {
         # the model registry; before 0.6.3 it lived in models/__init__.py
         r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base|__init__)\.py",
         r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
+        # the schemes and kernels of its subfolders (compressed_tensors, quark, kernels, utils):
+        # their choice and weights' construction and post-processing at load, not their apply
+        r"vllm/model_executor/layers/quantization/.+/.*\.py::^(__init__|create_weights|process_weights_after_loading|"
+        r"can_implement|is_supported.*|choose_.*|_?check.*|_?verify.*|_?validate.*|from_config|get_quant_method|"
+        r"_?get_scheme.*|get_.*kernel.*|select_.*|get_min_capability|get_.*method)$",
+        # fused MoE layers: construction, the choice of a kernel / all2all backend, weights at load
+        r"vllm/model_executor/layers/fused_moe/.*\.py::^(__init__|create_weights|process_weights_after_loading|"
+        r"_?check.*|_?verify.*|_?validate_(?!.*shapes).*|select_(?!experts).*|get_.*method.*|_?maybe_make.*|init_prepare_finalize|"
+        r"maybe_init_modular_kernel|make.*kernel.*|_setup_kernel|get_.*backend.*|_init.*)$",
+        # each model's own checks of its config at construction and of its checkpoint in load_weights
+        # (reached through the registry; not forward passes or per-request input processing)
+        r"vllm/model_executor/models/(?!registry|config|interfaces|interfaces_base|__init__)[^/]*\.py::"
+        r"^(__init__|load_weights|_?verify.*|_?check_config.*|_init_(?!.*input).*|init_vision_tower.*|"
+        r"get_.*quant.*config|_maybe_ignore_quant_config)$",
         r"vllm/model_inspection\.py",
         # V0 (before 0.11): the same cut as V1's below, through the same function names
         # (and the V0 workers' module-level checks of the KV cache's size and the GPU's dtype)
@@ -77,8 +91,8 @@ STARTUP_PATHS = {
         r"vllm/attention/selector\.py",
         r"vllm/v1/attention/selector\.py",
         # backends: their construction and support checks, not their forward passes
-        r"vllm/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
-        r"vllm/v1/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
+        r"vllm/attention/backends/.*\.py::" + _BACKEND_FUNCS,  # and their subfolders (mla/)
+        r"vllm/v1/attention/backends/.*\.py::" + _BACKEND_FUNCS,
         # KV cache sizing at start-up; not the free-block queue and block hashes of serving
         r"vllm/v1/core/kv_cache_utils\.py::!^(popleft.*|remove|append.*|block_hash|.*free.*|get_all_free.*|__.*__)$",
         r"vllm/v1/engine/(core|core_client|async_llm|llm_engine)\.py::"  # engine-core start
