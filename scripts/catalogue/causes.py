@@ -35,6 +35,11 @@ OVERRIDES: list[tuple[str, str, str]] = [
     (r"vllm/v1/engine/utils\.py", "Engine core initialization failed", "unknown_failure"),
     # a wrapper: it names the worker method that raised, never why (the error follows it)
     (r"vllm/.*", "Error executing method", "unknown_failure"),
+    # torch.compile's wrappers: the inner error they carry (printed after them) says why
+    (r"torch/_inductor/exc\.py", "raised:", "unknown_failure"),
+    # a Triton kernel's tiles need more on-chip shared memory than this GPU has: no cause of the
+    # taxonomy says so (shared_memory_exhausted is /dev/shm; "block sizes" here are the kernel's)
+    (r"triton/runtime/errors\.py", "out of resource", "unknown_failure"),
     # more wrappers: a process or step failed, and the error that says why is printed before it
     (r"vllm/entrypoints/.*", "Engine process failed to start", "unknown_failure"),
     (r"vllm/.*executor.*", "failed to initialize: {", "unknown_failure"),
@@ -105,6 +110,10 @@ CLASS_RULES: dict[str, str] = {
     "CorruptedCacheException": "model_files_corrupt",
     # no chat template for a chat model: --chat-template (raised when a chat is first rendered)
     "ChatTemplateResolutionError": "invalid_arguments",  # the hub cache: a blob or snapshot missing
+    # torch.compile at start: inductor without Triton or a C++ compiler, a GPU Triton cannot target
+    "TritonMissing": "dependency_missing",
+    "InvalidCxxCompiler": "dependency_missing",
+    "GPUTooOldForTriton": "dtype_unsupported",
 }
 
 _I = re.IGNORECASE
@@ -119,7 +128,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"pip install|please install|is not installed|not installed|No module named|"
             r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
-            r"CUDA_HOME|could not find .*(compiler|executable)|(not found|missing)\b.{0,120}\bto install\b|"
+            r"CUDA_HOME|(could not|failed to|unable to) find .*(compiler|executable)|"
+            r"(not found|missing)\b.{0,120}\bto install\b|"
             r"\b(nvcc|ffmpeg|numactl|ninja)\b.{0,40}(not found|not installed|not available|install|is required)",
             _I,
         ),

@@ -148,10 +148,25 @@ STARTUP_PATHS = {
         r"torch/cuda/(__init__|memory|_utils)\.py",
         r"torch/utils/cpp_extension\.py",
         r"torch/distributed/(distributed_c10d|rendezvous)\.py",
+        # torch.compile at vLLM's start: inductor's error classes (a missing or too old Triton, no
+        # working C++ compiler); dynamo's name no cause (BackendCompilerFailed and InductorError
+        # wrap the error that says why; Unsupported is a graph break) and are left out
+        r"torch/_inductor/exc\.py",
+    ],
+    # Triton compiles vLLM's kernels while it warms up: its error classes (out of shared memory,
+    # ptxas, compilation), the C compiler its launcher needs, and the backends' driver setup
+    "triton": [
+        r"triton/(errors|runtime/errors|compiler/errors|runtime/build)\.py",
+        r"triton/backends/(nvidia|amd)/(driver|compiler)\.py::^(__init__|_?get_.*|_path_to_binary|.*version.*|"
+        r"make_.*|load_binary|_?check.*)$",
     ],
 }
 
 LOG_METHODS = {"error", "exception", "critical", "fatal"}
+# a class whose base is named so is an exception class (its message may live in __init__ / __str__)
+EXCEPTION_BASES = re.compile(r"(Error|Exception|Failed|Traceback|Issue|OutOfResources)$")
+# the layers whose error classes carry their own message (vLLM and the hubs raise theirs with it)
+OWN_MESSAGES = {"torch", "triton"}
 SKIP_CLASSES = {"StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit", "StopAsyncIteration"}
 
 
@@ -170,10 +185,29 @@ def selected(package: str, rel: str) -> re.Pattern | bool | None:
 class _Walker(ast.NodeVisitor):
     """Collects (class, parts, line, function) for each user-facing error of one module."""
 
-    def __init__(self, functions: re.Pattern | None) -> None:
+    def __init__(self, functions: re.Pattern | None, own_messages: bool = False) -> None:
         self.found: list[tuple[str, list[Part], int, str]] = []
         self.stack: list[tuple[str, dict]] = [("<module>", {})]
         self.functions = functions
+        self.own_messages = own_messages
+        self.classes: list[str | None] = []  # the enclosing classes; None where not an exception
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        bases = [_name(b) for b in node.bases]
+        self.classes.append(node.name if any(EXCEPTION_BASES.search(b) for b in bases) else None)
+        self.generic_visit(node)
+        self.classes.pop()
+
+    def _own_message(self, node: ast.AST, line: int) -> None:
+        """An exception class's own message: what its __init__ hands to the base class, or
+        what its __str__ returns (the raise site passes only fields: OutOfResources(...))."""
+        if self.own_messages and self.classes and self.classes[-1] and self.stack[-1][0] in ("__init__", "__str__"):
+            self._keep(self.classes[-1], template_of(node, self._local(line)), line)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and self.stack[-1][0] == "__str__":
+            self._own_message(node.value, node.lineno)
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         local: dict[str, list[tuple[int, ast.AST]]] = {}
@@ -217,6 +251,11 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "__init__" and node.args:
+            # super().__init__(msg, ...) or Base.__init__(self, msg, ...)
+            first = node.args[0] if isinstance(func.value, ast.Call) else (node.args[1:] or [None])[0]
+            if first is not None:
+                self._own_message(first, node.lineno)
         if (
             isinstance(func, ast.Attribute)
             and func.attr in LOG_METHODS
@@ -242,12 +281,14 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
-def extract_file(path: Path, functions: re.Pattern | None) -> list[tuple[str, list[Part], int, str]]:
+def extract_file(
+    path: Path, functions: re.Pattern | None, own_messages: bool = False
+) -> list[tuple[str, list[Part], int, str]]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except SyntaxError:
         return []
-    walker = _Walker(functions)
+    walker = _Walker(functions, own_messages)
     walker.visit(tree)
     return walker.found
 
@@ -265,7 +306,8 @@ def extract(cache: Path) -> list[dict]:
             sel = selected(package, rel)
             if sel is False:
                 continue
-            for cls, parts, line, func in extract_file(path, None if sel is True else sel):
+            own = package in OWN_MESSAGES
+            for cls, parts, line, func in extract_file(path, None if sel is True else sel, own):
                 key = (package, cls, render(parts))
                 rec = merged.setdefault(key, {"package": package, "class": cls, "parts": parts, "versions": []})
                 rec.update(file=rel, line=line, function=func)  # the latest release's place
