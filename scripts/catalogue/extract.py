@@ -52,6 +52,20 @@ STARTUP_PATHS = {
         # the model registry; before 0.6.3 it lived in models/__init__.py
         r"vllm/model_executor/models/(registry|config|interfaces|interfaces_base|__init__)\.py",
         r"vllm/model_executor/layers/quantization/[^/]*\.py",  # quantization config checks
+        # the schemes and kernels of its subfolders (compressed_tensors, quark, kernels, utils):
+        # their choice and weights' construction and post-processing at load, not their apply
+        r"vllm/model_executor/layers/quantization/.+/.*\.py::^(__init__|create_weights|process_weights_after_loading|"
+        r"can_implement|is_supported.*|choose_.*|_?check.*|_?verify.*|_?validate.*|from_config|get_quant_method|"
+        r"_?get_scheme.*|get_.*kernel.*|select_.*|get_min_capability|get_.*method)$",
+        # fused MoE layers: construction, the choice of a kernel / all2all backend, weights at load
+        r"vllm/model_executor/layers/fused_moe/.*\.py::^(__init__|create_weights|process_weights_after_loading|"
+        r"_?check.*|_?verify.*|_?validate_(?!.*shapes).*|select_(?!experts).*|get_.*method.*|_?maybe_make.*|init_prepare_finalize|"
+        r"maybe_init_modular_kernel|make.*kernel.*|_setup_kernel|get_.*backend.*|_init.*)$",
+        # each model's own checks of its config at construction and of its checkpoint in load_weights
+        # (reached through the registry; not forward passes or per-request input processing)
+        r"vllm/model_executor/models/(?!registry|config|interfaces|interfaces_base|__init__)[^/]*\.py::"
+        r"^(__init__|load_weights|_?verify.*|_?check_config.*|_init_(?!.*input).*|init_vision_tower.*|"
+        r"get_.*quant.*config|_maybe_ignore_quant_config)$",
         r"vllm/model_inspection\.py",
         # V0 (before 0.11): the same cut as V1's below, through the same function names
         # (and the V0 workers' module-level checks of the KV cache's size and the GPU's dtype)
@@ -77,8 +91,8 @@ STARTUP_PATHS = {
         r"vllm/attention/selector\.py",
         r"vllm/v1/attention/selector\.py",
         # backends: their construction and support checks, not their forward passes
-        r"vllm/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
-        r"vllm/v1/attention/backends/[^/]*\.py::" + _BACKEND_FUNCS,
+        r"vllm/attention/backends/.*\.py::" + _BACKEND_FUNCS,  # and their subfolders (mla/)
+        r"vllm/v1/attention/backends/.*\.py::" + _BACKEND_FUNCS,
         # KV cache sizing at start-up; not the free-block queue and block hashes of serving
         r"vllm/v1/core/kv_cache_utils\.py::!^(popleft.*|remove|append.*|block_hash|.*free.*|get_all_free.*|__.*__)$",
         r"vllm/v1/engine/(core|core_client|async_llm|llm_engine)\.py::"  # engine-core start
@@ -90,6 +104,32 @@ STARTUP_PATHS = {
         r"vllm/tokenizers/[^/]*\.py",
         r"vllm/plugins/__init__\.py",
         r"vllm/envs\.py",
+        # LoRA (--enable-lora): the manager and the model's LoRA layers built at load, the
+        # adapters of --lora-modules loaded and checked at start, and the dummy LoRAs of the
+        # profile run; not the per-step adapter activation, mappings and kernels (lora/ops)
+        r"vllm/lora/[^/]*\.py::!(forward|apply.*|_apply.*|activate.*|deactivate.*|_deactivate.*|"
+        r"set_adapter_mapping|_set_adapter_mapping|set_active_adapters|_set_active_adapters|remove.*|pin.*|"
+        r"_pin.*|list_adapters|get_adapter|update_metadata|convert_mapping|compute_meta|.*mapping.*|__.*__)",
+        r"vllm/lora/(layers|punica_wrapper)/.*\.py::^(__init__|create_lora_weights|can_replace_layer|"
+        r"get_punica_wrapper|_?check.*|_?verify.*|_?validate.*)$",
+        r"vllm/v1/worker/[^/]*mixin\.py::^(__init__|load_.*|init.*|_init.*|maybe_(dummy_run|setup_dummy|profile|"
+        r"select_dummy|create|get_kv_connector|setup_kv).*|_dummy.*|.*profile.*|.*capture.*|ensure_.*|.*kv_cache.*)$",
+        # KV / encoder-cache transfer (--kv-transfer-config, --ec-transfer-config): the connector
+        # factory, each connector's construction and KV cache registration at start; not the
+        # handshakes with a remote instance and transfers, which run per request
+        r"vllm/distributed/(kv|ec)_transfer/.*\.py::^(__init__|_init.*|init.*|ensure_.*|create_.*|"
+        r"_?get_connector_class.*|register_kv_caches|register_cross_layers_kv_cache|initialize.*|"
+        r"_?validate_(?!remote|push|source|.*tensor|.*metadata).*|_?check_(?!peer|lookup|tensors|sources|healthy|health).*|"
+        r"get_required_kvcache_layout)$",
+        # speculative decoding: the drafter's construction and load_model (V1), the V0 workers'
+        r"vllm/v1/spec_decode/.*\.py::^(__init__|load_model|_?validate.*|_?check.*|_?verify.*|_get_.*model.*|"
+        r"initialize.*|_init.*|.*capture.*|.*kv_cache.*|_maybe_share.*)$",
+        r"vllm/spec_decode/.*\.py::^(__init__|load_model|init_device|create_worker|create_spec_worker|"
+        r"determine_num_available_blocks|initialize_cache|_?validate.*|_?verify.*|_configure_model_sampler.*)$",
+        # tool-call and reasoning parsers named by --tool-call-parser / --reasoning-parser: the lookup
+        # by name at start (each parser's own code parses model output per request)
+        r"vllm/(entrypoints/openai/tool_parsers|tool_parsers|reasoning|entrypoints/openai/reasoning_parsers|parser)/"
+        r"(abstract_tool_parser|abs_reasoning_parsers|__init__|parser_manager)\.py::^(get_.*|import_.*|_load.*)$",
     ],
     "huggingface_hub": [
         r"huggingface_hub/errors\.py",
@@ -108,10 +148,25 @@ STARTUP_PATHS = {
         r"torch/cuda/(__init__|memory|_utils)\.py",
         r"torch/utils/cpp_extension\.py",
         r"torch/distributed/(distributed_c10d|rendezvous)\.py",
+        # torch.compile at vLLM's start: inductor's error classes (a missing or too old Triton, no
+        # working C++ compiler); dynamo's name no cause (BackendCompilerFailed and InductorError
+        # wrap the error that says why; Unsupported is a graph break) and are left out
+        r"torch/_inductor/exc\.py",
+    ],
+    # Triton compiles vLLM's kernels while it warms up: its error classes (out of shared memory,
+    # ptxas, compilation), the C compiler its launcher needs, and the backends' driver setup
+    "triton": [
+        r"triton/(errors|runtime/errors|compiler/errors|runtime/build)\.py",
+        r"triton/backends/(nvidia|amd)/(driver|compiler)\.py::^(__init__|_?get_.*|_path_to_binary|.*version.*|"
+        r"make_.*|load_binary|_?check.*)$",
     ],
 }
 
 LOG_METHODS = {"error", "exception", "critical", "fatal"}
+# a class whose base is named so is an exception class (its message may live in __init__ / __str__)
+EXCEPTION_BASES = re.compile(r"(Error|Exception|Failed|Traceback|Issue|OutOfResources)$")
+# the layers whose error classes carry their own message (vLLM and the hubs raise theirs with it)
+OWN_MESSAGES = {"torch", "triton"}
 SKIP_CLASSES = {"StopIteration", "KeyboardInterrupt", "SystemExit", "GeneratorExit", "StopAsyncIteration"}
 
 
@@ -130,10 +185,29 @@ def selected(package: str, rel: str) -> re.Pattern | bool | None:
 class _Walker(ast.NodeVisitor):
     """Collects (class, parts, line, function) for each user-facing error of one module."""
 
-    def __init__(self, functions: re.Pattern | None) -> None:
+    def __init__(self, functions: re.Pattern | None, own_messages: bool = False) -> None:
         self.found: list[tuple[str, list[Part], int, str]] = []
         self.stack: list[tuple[str, dict]] = [("<module>", {})]
         self.functions = functions
+        self.own_messages = own_messages
+        self.classes: list[str | None] = []  # the enclosing classes; None where not an exception
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        bases = [_name(b) for b in node.bases]
+        self.classes.append(node.name if any(EXCEPTION_BASES.search(b) for b in bases) else None)
+        self.generic_visit(node)
+        self.classes.pop()
+
+    def _own_message(self, node: ast.AST, line: int) -> None:
+        """An exception class's own message: what its __init__ hands to the base class, or
+        what its __str__ returns (the raise site passes only fields: OutOfResources(...))."""
+        if self.own_messages and self.classes and self.classes[-1] and self.stack[-1][0] in ("__init__", "__str__"):
+            self._keep(self.classes[-1], template_of(node, self._local(line)), line)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and self.stack[-1][0] == "__str__":
+            self._own_message(node.value, node.lineno)
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         local: dict[str, list[tuple[int, ast.AST]]] = {}
@@ -177,6 +251,11 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "__init__" and node.args:
+            # super().__init__(msg, ...) or Base.__init__(self, msg, ...)
+            first = node.args[0] if isinstance(func.value, ast.Call) else (node.args[1:] or [None])[0]
+            if first is not None:
+                self._own_message(first, node.lineno)
         if (
             isinstance(func, ast.Attribute)
             and func.attr in LOG_METHODS
@@ -202,12 +281,14 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
-def extract_file(path: Path, functions: re.Pattern | None) -> list[tuple[str, list[Part], int, str]]:
+def extract_file(
+    path: Path, functions: re.Pattern | None, own_messages: bool = False
+) -> list[tuple[str, list[Part], int, str]]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except SyntaxError:
         return []
-    walker = _Walker(functions)
+    walker = _Walker(functions, own_messages)
     walker.visit(tree)
     return walker.found
 
@@ -225,7 +306,8 @@ def extract(cache: Path) -> list[dict]:
             sel = selected(package, rel)
             if sel is False:
                 continue
-            for cls, parts, line, func in extract_file(path, None if sel is True else sel):
+            own = package in OWN_MESSAGES
+            for cls, parts, line, func in extract_file(path, None if sel is True else sel, own):
                 key = (package, cls, render(parts))
                 rec = merged.setdefault(key, {"package": package, "class": cls, "parts": parts, "versions": []})
                 rec.update(file=rel, line=line, function=func)  # the latest release's place

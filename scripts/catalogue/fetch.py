@@ -60,6 +60,7 @@ LAYERS = {
     "transformers": "5.25.0",
     "safetensors": "0.8.0",
     "torch": "2.14.1",
+    "triton": "3.9.0",  # the kernels' JIT compiler: vLLM compiles Triton kernels while it warms up
 }
 
 # Top-level directories kept from each wheel.
@@ -69,6 +70,7 @@ TOP_DIRS = {
     "transformers": "transformers/",
     "safetensors": "safetensors/",
     "torch": "torch/",
+    "triton": "triton/",
 }
 
 

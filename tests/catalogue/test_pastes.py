@@ -41,6 +41,9 @@ STANDING_FORMS = {
     ("vllm/model_executor/models/registry.py", "register_model", "core-wrap-120"): (
         "the cut leaves '>`' alone on the last line, which reads as a Markdown quote, not the message's end"
     ),
+    ("vllm/lora/punica.py", "_raise_import_error", "core-wrap-120"): (
+        "the cut leaves '>= 8.0' alone on the last line, which reads as a Markdown quote, not the message's end"
+    ),
 }
 CLASS = re.compile(r"\w*(Error|Exception)|logger\.(error|exception|critical)")
 

@@ -20,8 +20,9 @@ BLIND = ROOT / "fixtures" / "blind"
 # Measured: failing blind cases whose top cause is the expected one (set 1: 108/120 before any
 # fix, 117 after its families, 119 with torch's capability warning and NVML assert; set 2, the
 # b2_* files: 45/51 before its fixes, 51/51 after; set 3, the b3_* files on recent vLLM features:
-# 37/51 before its fixes, 45/51 after; set 4, the b4_* short excerpts: 129/135 before its fixes, 135/135 after).
-FLOOR = 350
+# 37/51 before its fixes, 45/51 after, 50/51 once the catalogue read vllm/lora/, the KV connectors
+# and the LoRA model-runner mixin; set 4, the b4_* short excerpts: 129/135 before its fixes, 135/135 after).
+FLOOR = 355
 
 
 def _cases() -> list[tuple[Path, list[str]]]:

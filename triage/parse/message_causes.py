@@ -34,6 +34,7 @@ from triage.parse.message_wording import (
     CONFIG_PLACES,
     CONFIG_SIGNS,
     CONFIG_WORDING,
+    PLACE_WORDING,
     WORDING,
 )
 
@@ -53,6 +54,11 @@ OVERRIDES: list[tuple[str, str, str]] = [
     (r"vllm/v1/engine/utils\.py", "Engine core initialization failed", "unknown_failure"),
     # a wrapper: it names the worker method that raised, never why (the error follows it)
     (r"vllm/.*", "Error executing method", "unknown_failure"),
+    # torch.compile's wrappers: the inner error they carry (printed after them) says why
+    (r"torch/_inductor/exc\.py", "raised:", "unknown_failure"),
+    # a Triton kernel's tiles need more on-chip shared memory than this GPU has: no cause of the
+    # taxonomy says so (shared_memory_exhausted is /dev/shm; "block sizes" here are the kernel's)
+    (r"triton/runtime/errors\.py", "out of resource", "unknown_failure"),
     # more wrappers: a process or step failed, and the error that says why is printed before it
     (r"vllm/entrypoints/.*", "Engine process failed to start", "unknown_failure"),
     (r"vllm/.*executor.*", "failed to initialize: {", "unknown_failure"),
@@ -83,6 +89,11 @@ OVERRIDES: list[tuple[str, str, str]] = [
     # token, a quantization it cannot share, a daemon started for another model or GPU
     *((r"vllm/model_executor/model_loader/(utils\.py|weight_cache/.*)", f, "invalid_arguments") for f in WEIGHT_CACHE),
     (r"vllm/v1/worker/gpu_worker\.py", "Model Runner V2 requires Triton", "dependency_missing"),
+    # the MoE backend oracle names the setting to change (VLLM_FLASHINFER_MOE_BACKEND), as
+    # quantization/fp8.py's same refusal does, even where it names the GPU it refuses on
+    (r"vllm/model_executor/layers/fused_moe/oracle/.*", "Please use VLLM_", "invalid_arguments"),
+    # a combination of the checkpoint's quantization dtypes that the layer does not implement (not the GPU's)
+    (r"vllm/model_executor/layers/quantization/.*", "dtype combination", "invalid_arguments"),
     (r"vllm/v1/engine/core_client\.py", "asyncio without multiprocessing", "invalid_arguments"),  # an env setting
     (r"vllm/v1/engine/utils\.py", "found internal DPLB, which is incompatible", "invalid_arguments"),  # DP LB mode
     (r"vllm/v1/worker/mm_encoder_model_runner\.py", "An encoder-only instance", "invalid_arguments"),
@@ -118,11 +129,28 @@ CLASS_RULES: dict[str, str] = {
     "CorruptedCacheException": "model_files_corrupt",
     # no chat template for a chat model: --chat-template (raised when a chat is first rendered)
     "ChatTemplateResolutionError": "invalid_arguments",  # the hub cache: a blob or snapshot missing
+    # torch.compile at start: inductor without Triton or a C++ compiler, a GPU Triton cannot target
+    "TritonMissing": "dependency_missing",
+    "InvalidCxxCompiler": "dependency_missing",
+    "GPUTooOldForTriton": "dtype_unsupported",
 }
 
 
 # (file regex, cause[, class regex]): where a template is raised, when its wording did not decide.
 PLACES: list[tuple[str, ...]] = [
+    # LoRA's ValueErrors refuse an adapter or a LoRA flag (--max-lora-rank, --lora-modules, --max-loras)
+    (r"vllm/lora/.*", "invalid_arguments", r"ValueError|NotImplementedError|KeyError"),
+    # a KV / EC connector refuses its --kv-transfer-config (name, role, extra config, a layout)
+    # (its asserts in a connector's construction check that config too: "HMA should not be enabled
+    # unless all sub-connectors support it"; a connector's own error class says the same)
+    (
+        r"vllm/distributed/(kv|ec)_transfer/.*",
+        "invalid_arguments",
+        r"ValueError|NotImplementedError|AssertionError|MoRIIOError",
+    ),
+    (r"vllm/(v1/)?spec_decode/.*", "invalid_arguments", r"ValueError|NotImplementedError"),  # --speculative-config
+    # a --tool-call-parser / --reasoning-parser name (or a parser plugin) that is not registered
+    (r"vllm/(tool_parsers|reasoning|parser)/.*", "invalid_arguments", r"KeyError|ValueError|TypeError"),
     (r"vllm/config\.py|vllm/config/.*", "invalid_arguments"),
     (r"vllm/engine/arg_utils\.py", "invalid_arguments"),
     (r"vllm/entrypoints/.*", "invalid_arguments"),
@@ -131,6 +159,12 @@ PLACES: list[tuple[str, ...]] = [
     (r"vllm/model_inspection\.py", "unsupported_architecture"),
     (r"vllm/model_executor/models/(config|interfaces|interfaces_base)\.py", "invalid_arguments"),
     (r"vllm/model_executor/layers/quantization/.*", "invalid_arguments"),
+    # a MoE kernel / all2all backend, quantization or EPLB setting the layer cannot serve
+    (r"vllm/model_executor/layers/fused_moe/.*", "invalid_arguments", r"ValueError|NotImplementedError"),
+    # a model's implementation refuses its checkpoint's config (an activation, a position
+    # embedding, a layer type this release does not implement): upgrade vLLM or another checkpoint
+    # (its asserts at construction check the same config: "Only support use_moe_router_bias is true")
+    (r"vllm/model_executor/models/.*", "unsupported_architecture", r"ValueError|NotImplementedError|AssertionError"),
     # a loader's corrupt or missing files are named by their wording (WORDING); what is left
     # refuses a load format or a combination (--load-format, bitsandbytes with TP, EPLB)
     (r"vllm/model_executor/model_loader/(?!weight_cache/).*", "invalid_arguments", r"ValueError|NotImplementedError"),
@@ -210,6 +244,11 @@ INTERNAL_PLACES: list[tuple[str, str]] = [
     (r"vllm/distributed/(parallel_state|device_communicators/.*)\.py", r"AssertionError|ValueError"),
     (r"huggingface_hub/.*", r"ValueError"),
 ]
+# ... asserts that check what vLLM built against itself: (file regex, function regex, class regex)
+# (a KV connector registering the KV cache vLLM allocated: its shapes, strides and buffers) ...
+INTERNAL_FUNCS: list[tuple[str, str, str]] = [
+    (r"vllm/distributed/(kv|ec)_transfer/.*", r"register_.*", r"AssertionError"),
+]
 # ... and wording, in any package, that describes the code's own state rather than a setting
 INTERNAL = re.compile(
     r"should (only )?be called|must be called|should not be called|should not be reached|"
@@ -222,7 +261,9 @@ INTERNAL = re.compile(
     r"must be set by this point|(subclasses|sub classes) should implement|please implement|"
     r"model instance must (have|inherit)|typically means .{0,60} was called outside|must be of the same type|"
     r"list type must|must take exactly one of|accepts only keyword arguments|must be contiguous|"
-    r"should (not|never) happen|should always exist",
+    r"should (not|never) happen|should always exist|"
+    # a model that finds none of its own layers, a config object vLLM itself passes
+    r"\bno \w+ layers? found in\b|^\w+_config is required\b",
     re.IGNORECASE,
 )
 
@@ -232,9 +273,11 @@ def request_time(file: str, function: str) -> bool:
     return any(re.fullmatch(where, file) and re.fullmatch(fn, function) for where, fn in REQUEST_TIME)
 
 
-def internal(file: str, cls: str, text: str) -> bool:
+def internal(file: str, cls: str, text: str, function: str = "") -> bool:
     """A programming error: a layer's misuse class, or wording about the code's own state."""
     if not file.startswith("vllm/") and LIBRARY_BUGS.fullmatch(cls):
+        return True
+    if any(re.fullmatch(w, file) and re.fullmatch(f, function) and re.fullmatch(c, cls) for w, f, c in INTERNAL_FUNCS):
         return True
     if any(re.fullmatch(where, file) and re.fullmatch(classes, cls) for where, classes in INTERNAL_PLACES):
         return True
@@ -253,6 +296,9 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
         return CLASS_RULES[cls], "class"
     if request_time(file, function) and not cls.endswith("ImportError"):  # a missing package is missing any time
         return "unknown_failure", "request-time"
+    for where, cause, words in PLACE_WORDING:
+        if re.fullmatch(where, file) and re.search(words, text):
+            return cause, "wording"
     config = CONFIG_PLACES.fullmatch(file) is not None
     for cause, sign in CONFIG_SIGNS if config else []:
         if sign.search(text):
@@ -264,7 +310,7 @@ def cause_of(file: str, cls: str, text: str, function: str = "") -> tuple[str, s
             continue
         if (cls_re is None or re.fullmatch(cls_re, cls)) and wording.search(text):
             return cause, "wording"
-    if internal(file, cls, text):  # only where place alone would decide
+    if internal(file, cls, text, function):  # only where place alone would decide
         return "unknown_failure", "internal"
     for where, cause, *classes in PLACES:
         if re.fullmatch(where, file) and (not classes or re.fullmatch(classes[0], cls)):

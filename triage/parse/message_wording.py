@@ -23,12 +23,14 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"pip install|please install|is not installed|not installed|No module named|"
             r"requires? (the )?[`'\"]?[\w.-]+[`'\"]? (package|library) |to be installed|install(ed)? (it|them) |"
-            r"CUDA_HOME|could not find .*(compiler|executable)|(not found|missing)\b.{0,120}\bto install\b|"
+            r"CUDA_HOME|(could not|failed to|unable to) find .*(compiler|executable)|"
+            r"(not found|missing)\b.{0,120}\bto install\b|"
             r"\b(nvcc|ffmpeg|numactl|ninja)\b.{0,40}(not found|not installed|not available|install|is required)",
             _I,
         ),
     ),
-    ("dependency_missing", r"ImportError", re.compile(r".")),
+    # (a kernel that refuses an old GPU by raising ImportError names the GPU, not a package)
+    ("dependency_missing", r"ImportError", re.compile(r"^(?!.*compute capability)")),
     # errors.md 6.1: a lazy module (torch's, transformers') lacks a name its caller expects: another release
     ("package_version_mismatch", r"AttributeError", re.compile(MODULE_ATTRIBUTE)),
     ("gpu_runtime_fault", None, re.compile(r"illegal memory access|device-side assert", _I)),
@@ -72,7 +74,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"repository not found|not a valid model identifier|invalid repository id|not a local folder|"
             r"repo id must|does not appear to have|can't load the configuration|"
             r"(model|path|directory|folder) .*does not exist|no such (model|file or directory)|unrecognized model in|"
-            r"can't load tokenizer for|no supported config format found|no config file found",
+            r"can't load tokenizer for|no supported config format found|no config file found|"
+            r"no adapter found",  # a --lora-modules path or hub id that does not resolve
             _I,
         ),
     ),
@@ -132,7 +135,10 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"architectures?\b.*(not supported|unsupported|not recogni|failed to be inspected)|model type|"
             r"not supported (in|by) vllm|is not supported for now|model class|is not a registered model|"
             r"has no vllm implementation|implementation (of .{0,80} )?is not compatible with vllm|"
-            r"(not supported|unsupported) .*architecture",
+            r"(not supported|unsupported) .*architecture|"
+            # the model class has no LoRA support in this release (--enable-lora on it)
+            r"^(model )?\{[^}]*\} (does not|doesn't) support lora( yet)?\.?$|"
+            r"^model \{[^}]*\} is not supported for lora",
             _I,
         ),
     ),
@@ -176,7 +182,8 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
         re.compile(
             r"safetensors|checkpoint|\bshards?\b|weights? files?|\.bin\b|load key|header|incomplete|corrupt|"
             r"model weights|not initialized from|unexpected key|missing key|index file|not a valid json file|"
-            r"weight map|not loaded properly|(gguf|weight|checkpoint) files? not found|could not find .{0,40} file for",
+            r"weight map|not loaded properly|(gguf|weight|checkpoint) files? not found|could not find .{0,40} file for|"
+            r"(does not|doesn't) contain (any )?(tensors|weights)",  # an adapter folder without its weights
             _I,
         ),
     ),
@@ -190,7 +197,10 @@ WORDING: list[tuple[str, str | None, re.Pattern]] = [
             r"mutually exclusive|(must|should) (only )?be (set|one of|a |an |positive|non-negative|greater|less|between|"  # noqa: E501 - one regex alternation a line
             r"at least|at most|divisible|specified|provided|true|false|enabled|disabled)|"
             r"unknown .*(method|backend|mode|type|format|option)|unsupported .*(method|backend|mode|type|format|option)|"  # noqa: E501 - one regex alternation a line
-            r"deprecated|no longer supported|has been removed|block.size",
+            r"deprecated|no longer supported|has been removed|block.size|"
+            # a model or layer that cannot run with a feature vLLM turns on by a flag
+            r"(does not|doesn't) (currently )?support (prefix caching|prefetch offloading|chunked prefill|"
+            r"sequence[- ]parallel|cuda ?graphs?)|(quantized|fp8) kv cache (is )?not supported",
             _I,
         ),
     ),
@@ -232,3 +242,10 @@ CONFIG_PARALLEL_FIT = re.compile(
     r"heads\b|for this model|architectures",
     _I,
 )
+
+
+# (file regex, cause, message regex): wording that means a cause only where it is raised.
+PLACE_WORDING: list[tuple[str, str, str]] = [
+    # a KV connector's transfer library (NIXL, Mooncake, MoRIIO) imported in a try and named when absent
+    (r"vllm/distributed/(kv|ec)_transfer/.*", "dependency_missing", r"^[\w-]+ is not available\b"),
+]
