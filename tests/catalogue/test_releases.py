@@ -31,19 +31,6 @@ STANDING = {
         "dependency_missing",
         "an architecture moved to a plugin: the taxonomy names both signs; the tool's remedy installs the plugin",
     ),
-    ("vllm/entrypoints/cli/preload.py", "_validate_seed_args"): (
-        "unknown_failure",
-        "`--seed-token <word>` is redacted as a secret before matching (secrets never reach output)",
-    ),
-    (
-        "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/"
-        "compressed_tensors_moe_w8a8_int8.py",
-        "__init__",
-    ): (
-        "unknown_failure",
-        "'dynamic per token quantization. Found ...' reads to the redactor as a token and its value: the message "
-        "loses its end before it is matched (secrets never reach output)",
-    ),
     ("vllm/v1/worker/gpu_model_runner.py", "_dummy_pooler_run_task"): (
         "unknown_failure",
         "the rendered task value is unquoted; vLLM prints it quoted, as the warm-up rule reads it",

@@ -28,14 +28,16 @@ def catalogue_sign(
     attempt: Attempt, fatal: Signal, texts: MutableMapping[int, tuple[str, str]], tail: TailLines | None = None
 ):
     """The first catalogue hit among the attempt's error messages, or None. A hit on a line
-    the report holds no text for gets it (the hit is evidence)."""
+    the report holds no text for gets it (the hit is evidence). None of them catalogued: the
+    fatal exception read as the catalogue's build reads vLLM's source (`uncatalogued.py`)."""
+    from triage.diagnose.uncatalogued import uncatalogued_hit
     from triage.parse.catalogue import catalogue
 
     lines = dict(texts)
     if tail is not None:
         for no, text in tail():
             lines.setdefault(no, ("", text))
-    hit = catalogue().first_hit(_messages(attempt, fatal, lines))
+    hit = catalogue().first_hit(_messages(attempt, fatal, lines)) or uncatalogued_hit(fatal)
     if hit is not None and hit.line not in texts and hit.line in lines:
         texts[hit.line] = lines[hit.line]
     return hit

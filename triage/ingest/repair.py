@@ -136,9 +136,10 @@ class Repair(Struct, frozen=True):
 def detect_indent(sample: list[str]) -> str:
     """The whitespace every non-empty line starts with, when cutting it leaves a log: a
     tenth of the lines then start a record (a wrapped paste has many continuation lines;
-    a fragment of traceback frames and source keeps its indentation)."""
+    a fragment of traceback frames and source keeps its indentation). A paste of one or two
+    lines (a Markdown code line is indented four spaces) is cut only where each then starts one."""
     lines = [line for line in sample if line.strip()]
-    if len(lines) < 3:
+    if not lines:
         return ""
     prefix = os.path.commonprefix(lines)  # noqa: RUF071 - by character: the leading whitespace
     indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
@@ -147,6 +148,9 @@ def detect_indent(sample: list[str]) -> str:
     starts = sum(
         1 for line in lines[:500] if starts_record(line[len(indent) :]) or _EXCEPTION.match(line[len(indent) :])
     )
+    if len(lines) < 3:
+        first = lines[0][len(indent) :]
+        return indent if starts_record(first) or _EXCEPTION.match(first) else ""
     return indent if starts >= 0.1 * min(len(lines), 500) else ""
 
 

@@ -35,9 +35,13 @@ class CatalogueHit(Struct, frozen=True):
     exception: str  # the class vLLM raises (or `logger.error` ...); a native code's enum name, `NCCL WARN`
     package: str  # vllm, huggingface_hub, transformers, safetensors, torch; cuda-runtime, cublas, cudnn, nccl
     source: str  # "vllm/config/model.py:123 in verify_with_parallel_config"
-    first: str  # the first and last releases of the catalogue that hold the message
+    first: str  # the first and last releases of the catalogue that hold the message ("" when it holds none)
     last: str
     text: str  # the log's message, as matched
+    # False: a message the catalogue does not hold, read as its build reads vLLM's source
+    # (diagnose/uncatalogued.py); `how` then says what decided the cause (wording, place, class)
+    catalogued: bool = True
+    how: str = "catalogue"
 
 
 class Catalogue:
@@ -45,20 +49,31 @@ class Catalogue:
 
     def __init__(self, entries: list[dict]) -> None:
         self._index: dict[str, list[dict]] = {}
+        # entries that name no cause (request-time, internal, wrappers): matched only to tell a
+        # message the catalogue holds from one it does not (`holds`), never as a hit
+        self._silent: dict[str, list[dict]] = {}
         self._compiled: dict[str, re.Pattern] = {}
         for e in entries:
-            if e["cause"] == "unknown_failure" or not e["literal"]:
+            if not e["literal"]:
                 continue
-            self._index.setdefault(_key(e["literal"]), []).append(e)
-        for bucket in self._index.values():  # the most specific first: the longest literal
+            index = self._silent if e["cause"] == "unknown_failure" else self._index
+            index.setdefault(_key(e["literal"]), []).append(e)
+        for bucket in [*self._index.values(), *self._silent.values()]:  # the most specific first
             bucket.sort(key=lambda e: (-len(e["literal"]), e["id"]))
 
     def match(self, text: str) -> dict | None:
-        """The entry whose message this text holds (the most specific), or None."""
+        """The entry naming a cause whose message this text holds (the most specific), or None."""
+        return self._match(text, self._index)
+
+    def holds(self, text: str) -> bool:
+        """Whether this text is one of the catalogue's messages, naming a cause or not."""
+        return self._match(text, self._index) is not None or self._match(text, self._silent) is not None
+
+    def _match(self, text: str, index: dict[str, list[dict]]) -> dict | None:
         flat = _SPACE.sub(" ", text[:MAX_TEXT])
         candidates: list[dict] = []
         for word in set(_WORD.findall(flat)):
-            candidates.extend(self._index.get(word, ()))
+            candidates.extend(index.get(word, ()))
         for e in sorted(candidates, key=lambda e: (-len(e["literal"]), e["id"])):
             if e["literal"] in flat and self._pattern(e).search(flat):
                 return e
