@@ -27,9 +27,20 @@ _PLACE = re.compile(r"(?:^|[/\\])((?:vllm|torch|transformers|huggingface_hub|saf
 # Classes the interpreter raises on its own (a call with the wrong arguments, a missing key or
 # attribute): their words are Python's, not a message of the source the decision was made for,
 # and a place says nothing of them (a plugin written for another API fails inside vLLM's loader).
-_INTERPRETER = frozenset(
-    {"TypeError", "AttributeError", "KeyError", "IndexError", "NameError", "UnboundLocalError", "ZeroDivisionError"}
-)
+_INTERPRETER = frozenset({"AttributeError", "IndexError", "NameError", "UnboundLocalError", "ZeroDivisionError"})
+# vLLM raises TypeError and KeyError with messages of its own too ("X requires an SM90
+# implementation", "Unexpected checkpoint tensor: ..."); the interpreter's are a key's repr alone
+# or CPython's own wording of a call or an operation on the wrong type.
+_PYTHON_WORDS = {
+    "TypeError": re.compile(
+        r"unexpected keyword argument|required (positional|keyword-only) argument|positional arguments? but|"
+        r"takes (no|\d+|from \d+ to \d+) (positional )?arguments?|object is not (callable|subscriptable|iterable)|"
+        r"unsupported operand type|has no attribute|must be (str|int|bytes|an? [\w.]+|real number)\b.*, not \w+|"
+        r"can only concatenate|unhashable type|not supported between instances|cannot be interpreted as|"
+        r"\bNoneType\b|got multiple values for|argument of type|object does not support"
+    ),
+    "KeyError": re.compile(r"^\s*(?:'[^']*'|\"[^\"]*\"|-?\d+|\(.*\))\s*$"),
+}
 # The import system's and the loader's own words: which package or version is at fault is read
 # by the root exception's rules (timeline/root_exception.py), never by a catalogue decision.
 _IMPORT_SYSTEM = re.compile(
@@ -61,7 +72,12 @@ def uncatalogued_hit(fatal: Signal) -> CatalogueHit | None:
         module, _, cls = exc.type.rpartition(".")
         if module and module.split(".", 1)[0] not in _PACKAGES:
             return None  # another library's own exception (`_pickle.UnpicklingError`): not the source read
-        if cls in _INTERPRETER or _IMPORT_SYSTEM.search(exc.message):
+        python = _PYTHON_WORDS.get(cls)
+        if (
+            cls in _INTERPRETER
+            or (python is not None and python.search(exc.message))
+            or _IMPORT_SYSTEM.search(exc.message)
+        ):
             return None
         file, function = _place(frame)
         if frame is not None and not file:
