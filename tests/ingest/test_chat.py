@@ -138,3 +138,17 @@ def test_an_exception_after_a_ts_stamp_is_no_journald_host_and_unit():
     assert peel(f"Mar 14 09:12:03 {error}", 1).text == error
     journald = peel("Nov 29 10:11:40 gpu-node-3 vllm[4121]: INFO 11-29 10:11:40 [x.py:1] up", 1)
     assert journald.text == "up"  # a real journald line: host and unit still peeled
+
+
+def test_a_frame_in_a_chat_clients_curly_quotes_is_an_anchor_for_the_scanner():
+    assert _anchored(
+        "  File \u201c/srv/venv/lib/python3.10/site-packages/vllm/worker/worker.py\u201d, line 79, in init_model"
+    )[0]
+    assert peel("  File \u201c/srv/x.py\u201d, line 79, in f", 1).text == '  File "/srv/x.py", line 79, in f'
+
+
+def test_curly_quotes_undone_are_no_prefix_a_wrapped_paste_could_start_a_record_with():
+    from triage.ingest.lines import starts_record
+
+    assert not starts_record("py\u201d, line 62, in get_model")  # the rest of a frame a terminal cut
+    assert starts_record("  File \u201c/srv/x.py\u201d, line 62, in get_model")

@@ -269,5 +269,11 @@ def starts_record(line: str) -> bool:
         return True
     if _RECORD_START.match(line):
         return True
+    rest = line.rstrip()
+    shown = plain(unescape_html(rest))  # a chat client's curly quote or entity undone is no prefix peeled
+    if shown != rest and _RECORD_START.match(shown):
+        return True
     peeled = peel(line, 0)
-    return peeled.headed or bool(peeled.origin) or peeled.level is not None or peeled.text != line.rstrip()
+    if peeled.headed or peeled.origin or peeled.level is not None:
+        return True
+    return peeled.text != rest and peeled.text != shown
