@@ -265,6 +265,17 @@ def test_one_line_chat_pastes_keep_the_primary_cause(capsys):
         assert len(mine) >= 100 and held / len(mine) >= ONE_LINE_BAR, f"{form}: {held}/{len(mine)}; missed: {missed}"
 
 
+CHAT_BAR = (
+    0.995  # measured 1851/1855 (99.8%) once short JSON pastes, `N: ` gutters, `ts` + journald and curly frames held
+)
+
+
+def test_the_chat_family_keeps_its_measured_share():
+    kept, total = shares(lambda r: r[0]).get("chat", (0, 0))
+    missed = [r[1:3] for r in results() if r[0] == "chat" and not r[3]]
+    assert total and kept / total >= CHAT_BAR, f"chat: {kept}/{total}; changed: {missed}"
+
+
 def test_the_chat_generator_makes_the_shapes_it_names():
     line = 'ValueError: can\'t use --max-model-len "4096"...'
     assert CHAT["fence-log"](line).splitlines()[2:] == [b"```log", line.encode(), b"```"]

@@ -94,3 +94,61 @@ def test_a_whole_log_as_one_json_string_is_unfolded_by_its_records():
 
 def test_a_line_with_a_literal_backslash_n_is_no_json_log():
     assert unfold("ValueError: expected '\\n' here") == ["ValueError: expected '\\n' here"]
+
+
+@pytest.mark.parametrize(
+    ("pasted", "line"),
+    [
+        (
+            '12:   File "/srv/venv/lib/python3.10/site-packages/vllm/worker/worker.py", line 79, in init_model',
+            '  File "/srv/venv/lib/python3.10/site-packages/vllm/worker/worker.py", line 79, in init_model',
+        ),
+        ("13:     self.model = get_model(self.model_config)", "    self.model = get_model(self.model_config)"),
+        ("12:  x = 1", "12:  x = 1"),  # one space of indent after `N: ` is no code line
+        ("12:30   lunch break", "12:30   lunch break"),  # a time, not a gutter
+    ],
+)
+def test_a_gutter_before_an_indented_line_is_peeled_and_only_there(pasted, line):
+    assert peel(pasted, 1).text == line
+
+
+def _anchored(text: str) -> tuple[bool, bool]:
+    from triage.parse.vocabulary import matcher
+
+    return matcher().classify(text)
+
+
+def test_a_short_paste_as_one_json_string_is_split_where_a_piece_is_anchored():
+    body = "    return forward_call(*args, **kwargs)\\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.\\n"
+    assert unfold(body, _anchored) == [
+        "    return forward_call(*args, **kwargs)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB.",
+    ]
+    assert unfold(body) == [body]  # without the scanner's test, only record shapes split a line
+
+
+def test_a_message_whose_own_newline_leads_to_plain_text_stays_one_line():
+    line = 'WARNING 03-14 08:02:12 [x.py:1] prompt was "hello\\nworld"'
+    assert unfold(line, _anchored) == [line]
+    assert unfold('not json \\" \\q\\nTraceback', _anchored) == ['not json \\" \\q\\nTraceback']
+
+
+def test_an_exception_after_a_ts_stamp_is_no_journald_host_and_unit():
+    error = "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"
+    assert peel(f"Mar 14 09:12:03 {error}", 1).text == error
+    journald = peel("Nov 29 10:11:40 gpu-node-3 vllm[4121]: INFO 11-29 10:11:40 [x.py:1] up", 1)
+    assert journald.text == "up"  # a real journald line: host and unit still peeled
+
+
+def test_a_frame_in_a_chat_clients_curly_quotes_is_an_anchor_for_the_scanner():
+    assert _anchored(
+        "  File \u201c/srv/venv/lib/python3.10/site-packages/vllm/worker/worker.py\u201d, line 79, in init_model"
+    )[0]
+    assert peel("  File \u201c/srv/x.py\u201d, line 79, in f", 1).text == '  File "/srv/x.py", line 79, in f'
+
+
+def test_curly_quotes_undone_are_no_prefix_a_wrapped_paste_could_start_a_record_with():
+    from triage.ingest.lines import starts_record
+
+    assert not starts_record("py\u201d, line 62, in get_model")  # the rest of a frame a terminal cut
+    assert starts_record("  File \u201c/srv/x.py\u201d, line 62, in get_model")

@@ -41,8 +41,9 @@ _TIMESTAMP_PEELERS = [
     re.compile(r"\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]"),
     # [2023-10-30 14:14:35] or [2023-10-30 14:14:35,123]
     re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\][ \t]?"),
-    # journald short format: Nov 29 10:11:40 host unit[123]:
-    re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ [\w@.\-/]+(?:\[\d+\])?: "),
+    # journald short format: Nov 29 10:11:40 host unit[123]: (a host name holds no colon: after
+    # `ts`'s bare stamp, `ImportError: libfoo.so.12: ...` is an exception, not a host and a unit)
+    re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [^\s:]+ [\w@.\-/]+(?:\[\d+\])?: "),
     # Slurm `tail` headers are dropped whole elsewhere; srun task prefix: "0: "
     re.compile(r"\d{1,4}: (?=\S)"),
 ]
@@ -70,10 +71,12 @@ _VLLM_HEADER = re.compile(
 _UVICORN = re.compile(rf"(?P<level>{LEVELS}):\s+")
 _QUOTE = LazyPattern(r"(?:>\s?)+")
 # `grep -n` (N:) and its context lines (N-), `nl`/`cat -n` (N and blanks): peeled only before
-# what starts a record, so a number that belongs to the message stays.
+# what starts a record, so a number that belongs to the message stays; and an editor's or chat
+# paste's gutter `N: ` before an indented line (a traceback's frame or its code line: a message's
+# own number is never followed by a colon, a space and an indent).
 _NUMBERED = re.compile(
-    rf"\d{{1,9}}(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
-    r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)"
+    rf"\d{{1,9}}(?:(?::|-|\s+)(?=(?:{LEVELS})\b|\(|\[rank|Traceback|  File |> "
+    r"|[\w.\-\[\]@/]{1,64}\s+\| |\d{4}-\d\d-\d\d|[A-Z][\w.]*(?:Error|Exception)\b)|: (?= {2,}\S))"
 )
 # No leading `\s*` (the text before is rstripped instead): searched from every offset of a long
 # run of spaces, a leading `\s*` makes the search quadratic.
@@ -266,5 +269,11 @@ def starts_record(line: str) -> bool:
         return True
     if _RECORD_START.match(line):
         return True
+    rest = line.rstrip()
+    shown = plain(unescape_html(rest))  # a chat client's curly quote or entity undone is no prefix peeled
+    if shown != rest and _RECORD_START.match(shown):
+        return True
     peeled = peel(line, 0)
-    return peeled.headed or bool(peeled.origin) or peeled.level is not None or peeled.text != line.rstrip()
+    if peeled.headed or peeled.origin or peeled.level is not None:
+        return True
+    return peeled.text != rest and peeled.text != shown

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from triage.ingest.chat import plain
 from triage.ingest.lines import LEVELS, REQUEST_LOG_PREFIXES, peel
 from triage.patterns import LazyPattern
 
@@ -62,15 +63,33 @@ _LITERAL_NL = LazyPattern(r"\\n")
 MAX_PIECES = 400
 
 
-def unfold(text: str) -> list[str]:
-    """The lines of a traceback folded into one line with literal `\\n`, else [text]."""
-    if "\\n" not in text or not _FOLDED.search(text):
+def unfold(text: str, anchors: Callable[[str], tuple[bool, bool]] | None = None) -> list[str]:
+    """The lines of a traceback folded into one line with literal `\\n`, else [text].
+
+    With `anchors` (the scanner's test of a line), a line that is a whole JSON string's body
+    (a short paste through a log shipper or a chat's JSON field: `+ exec ...\\n/usr/bin/python3:
+    Error ...`) is split too when a piece after its first holds an anchor word by itself:
+    a message's own `\\n` before plain text stays one line."""
+    if "\\n" not in text:
         return [text]
+    if not _FOLDED.search(text):
+        return _json_lines(text, anchors) if anchors is not None else [text]
     body = _json_body(text)
     if body is not None:
         return [p for p in body.split("\n", MAX_PIECES) if p.strip()]
     pieces = _LITERAL_NL.split(text, MAX_PIECES)
     return [p.replace('\\"', '"').replace("\\'", "'").replace("\\t", "\t") for p in pieces if p.strip()]
+
+
+def _json_lines(text: str, anchors: Callable[[str], tuple[bool, bool]]) -> list[str]:
+    """The pieces of a JSON string's body when one after the first is an anchored line, else [text]."""
+    body = _json_body(plain(text))  # curly quotes a chat client made of its escaped quotes: undone first
+    if body is None:
+        return [text]
+    pieces = [p for p in body.split("\n", MAX_PIECES) if p.strip()]
+    if len(pieces) > 1 and any(anchors(p)[0] for p in pieces[1:]):
+        return pieces
+    return [text]
 
 
 def _json_body(text: str) -> str | None:
@@ -79,7 +98,7 @@ def _json_body(text: str) -> str | None:
     import json
 
     try:
-        body = json.loads(f'"{text}"')
+        body = json.loads(f'"{text}"', strict=False)  # a tab an indenting paste put in stays a tab
     except ValueError:
         return None
     return body if isinstance(body, str) else None
@@ -96,7 +115,7 @@ class Unfolded:
 
     def __iter__(self) -> Iterator[tuple[int, str, bool, bool]]:
         for no, raw, anchored, bundled in self._marked:
-            pieces = unfold(raw) if anchored else [raw]
+            pieces = unfold(raw, self._classify) if anchored else [raw]
             # A prompt that quotes a traceback is the user's text, whole: its pieces would read as
             # the server's own lines (the request line is dropped whole further on).
             if len(pieces) == 1 or peel(raw, no).text.startswith(REQUEST_LOG_PREFIXES):

@@ -31,7 +31,7 @@ REGEX_HINTS: dict[str, tuple[str, ...]] = {
         "herror",
     ),
     "BLOCKS_HEAD": (" blocks:",),
-    "FRAME_FILE": ('File "', "File &quot;"),  # and a frame copied from a web page's source
+    "FRAME_FILE": ('File "', "File &quot;", "File \u201c"),  # and from a web page's source or a chat's curly quotes
     "V0_WORKER_DIED": ("died, exit code:",),
     "ERRNO_ADDR": ("[Errno 98]", "[Errno 48]"),
     "HTTP_AUTH": ("401", "403"),
