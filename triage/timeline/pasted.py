@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from triage.ingest.lines import Line, logged_as_chatter
+from triage.ingest.lines import Line, logged_as_chatter, peel
 from triage.model import events as ev
 from triage.patterns import LazyPattern
 from triage.timeline.timeline import Timeline
@@ -50,7 +50,8 @@ def pasted_message(texts: list[tuple[int, str]]) -> tuple[int, str, str] | None:
         if hit is not None:
             return no, message, hit["exception"] if _CLASS.fullmatch(hit["exception"]) else "Error"
         others.append((no, message))
-    return next(((no, message, "Error") for no, message in others if refusal_cause(message)), None)
+    # the refusal is read in the message the line holds behind its prefixes (a chat client's, a quote, a gutter)
+    return next(((no, message, "Error") for no, message in others if refusal_cause(peel(message, no).text)), None)
 
 
 def with_message(kept: list[tuple[Line, list[ev.Event]]], found: tuple[int, str, str]) -> Timeline:
