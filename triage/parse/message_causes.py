@@ -325,3 +325,30 @@ def check_tie_break(cause: str, text: str) -> str:
     if cause == "parallelism_mismatch" and not CONFIG_PARALLEL_FIT.search(text):
         return "invalid_arguments"
     return cause
+
+
+# A bare sentence (no class, no level) is read only where it says it refuses or lacks something:
+# without a class or a level nothing else tells an error from a progress line pasted without its
+# header ("Loading model weights took 2.5 GB", "Capturing CUDA graph shapes").
+_REFUSAL = re.compile(
+    r"\b(?:not supported|unsupported|not allowed|cannot|can't|could not|couldn't|unable to|must|should be|"
+    r"requires?|required|invalid|exceeds?|insufficient|not enough|too (?:large|small|many|few|long|short)|"
+    r"no (?:available|such)|missing|mismatch|failed|not found|does not|doesn't|is not|are not)\b",
+    re.IGNORECASE,
+)
+# What a line that is a command, not a message, starts with: the launch itself, an install, a
+# shell or Python prompt, an environment setting.
+_COMMAND = re.compile(
+    r"\s*(?:\$|#|>>>|(?:sudo\s+)?(?:vllm|python\d?(?:\.\d+)?|pip\d?|uv|conda|docker|podman|kubectl|helm|srun|"
+    r"sbatch|torchrun|ray|export)\b|[A-Z_][A-Z0-9_]*=)"
+)
+MIN_SENTENCE = 20  # characters a bare line holds at least to be read as a sentence of vLLM's
+
+
+def refusal_cause(text: str) -> str | None:
+    """The cause a bare sentence names, read as one of vLLM's refusals with no class or place:
+    only where it words a refusal and its wording (never a place or a class prior) decides."""
+    if len(text.strip()) < MIN_SENTENCE or _COMMAND.match(text) or not _REFUSAL.search(text):
+        return None
+    cause, how = cause_of("vllm/", "", text)
+    return cause if how in ("wording", "override") and cause != "unknown_failure" else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from triage.ingest.lines import Line, logged_as_chatter
+from triage.ingest.lines import Line, logged_as_chatter, peel
 from triage.model import events as ev
 from triage.patterns import LazyPattern
 from triage.timeline.timeline import Timeline
@@ -35,9 +35,12 @@ def unexplained_paste(timeline: Timeline, lines: int) -> bool:
 
 def pasted_message(texts: list[tuple[int, str]]) -> tuple[int, str, str] | None:
     """(line, text, class) of the first line that is one of vLLM's catalogued error messages:
-    the class vLLM raises it with, or `Error` for one it logs at ERROR."""
+    the class vLLM raises it with, or `Error` for one it logs at ERROR. None catalogued: the
+    first that words a refusal the way vLLM words one cause (`message_causes.refusal_cause`), as `Error`."""
     from triage.parse.catalogue import catalogue
+    from triage.parse.message_causes import refusal_cause
 
+    others = []
     for no, text in texts[:MAX_LINES]:
         if logged_as_chatter(text):
             continue
@@ -46,7 +49,9 @@ def pasted_message(texts: list[tuple[int, str]]) -> tuple[int, str, str] | None:
         hit = catalogue().match(message)
         if hit is not None:
             return no, message, hit["exception"] if _CLASS.fullmatch(hit["exception"]) else "Error"
-    return None
+        others.append((no, message))
+    # the refusal is read in the message the line holds behind its prefixes (a chat client's, a quote, a gutter)
+    return next(((no, message, "Error") for no, message in others if refusal_cause(peel(message, no).text)), None)
 
 
 def with_message(kept: list[tuple[Line, list[ev.Event]]], found: tuple[int, str, str]) -> Timeline:
