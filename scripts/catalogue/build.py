@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from causes import cause_of  # noqa: E402
 from matchers import lines_of, longest_literal, pattern, prefix, too_vague  # noqa: E402
-from native_build import build_native  # noqa: E402
+from native_build import build_native, coverage_row  # noqa: E402
 from native_build import coverage as native_coverage  # noqa: E402
 from templates import render  # noqa: E402
 
@@ -119,15 +119,7 @@ def coverage(doc: dict, stats: dict) -> str:
     for package, releases in doc["releases"].items():
         for v in releases:
             mine = [(c, ns) for p, vs, c, ns in stats["templates"] if p == package and v in vs]
-            every = [c for c, _ in mine if c is not None]
-            kept = [c for c, ns in mine if c is not None and not ns]
-            named = sum(c != "unknown_failure" for c in kept)
-            share = f"{100 * named / len(kept):.1f}%" if kept else "-"
-            overall = f"{100 * named / len(every):.1f}%" if every else "-"
-            lines.append(
-                f"{package:<16} {v:<12} {len(kept):>5} {named:>6} {share:>7} {len(mine) - len(every):>6} "
-                f"{len(every) - len(kept):>12} {overall:>7}"
-            )
+            lines.append(coverage_row(package, v, mine, overall=True))
     by_cause: dict[str, int] = {}
     how: dict[str, int] = {}
     for e in doc["entries"]:

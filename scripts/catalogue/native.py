@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -110,22 +111,37 @@ def _download_wheel(wheel: str, version: str, folder: str) -> Path:
     return next(Path(folder).glob("*.whl"))
 
 
-def dump_wheel(family: str, wheel: str, version: str, obj: str, deps: tuple[str, ...], cache: Path) -> list[dict]:
-    """The table of one wheel's library (cached as JSON; the wheel and objects are deleted)."""
+def _cached_table(
+    wheel: str, version: str, members: tuple[str, ...], cache: Path, make: Callable[[Path], list[dict]]
+) -> list[dict]:
+    """Rows made from some members of a wheel, cached as JSON: the wheel is downloaded into a
+    temporary folder, the members extracted, the wheel deleted, `make(folder)` run, all removed."""
     done = cache / "tables" / f"{wheel}-{version}.json"
     if done.exists():
         return json.loads(done.read_text())
     with tempfile.TemporaryDirectory(prefix="nativewheel-") as tmp:
         whl = _download_wheel(wheel, version, tmp)
         with zipfile.ZipFile(whl) as zf:
-            for member in (obj, *deps):
+            for member in members:
                 zf.extract(member, tmp)
         whl.unlink()
-        name_fn, text_fn, codes = ACCESSORS[family]
-        arg = [str(Path(tmp) / obj), [str(Path(tmp) / d) for d in deps], name_fn, text_fn, codes.start, codes.stop]
-        out = subprocess.run(
-            [sys.executable, "-c", _DUMP, json.dumps(arg)], check=True, capture_output=True, text=True, timeout=600
-        )
+        rows = make(Path(tmp))
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(rows))
+    return rows
+
+
+def dump_wheel(family: str, wheel: str, version: str, obj: str, deps: tuple[str, ...], cache: Path) -> list[dict]:
+    """The table of one wheel's library (cached as JSON; the wheel and objects are deleted)."""
+    return _cached_table(wheel, version, (obj, *deps), cache, lambda tmp: _dump(family, wheel, version, obj, deps, tmp))
+
+
+def _dump(family: str, wheel: str, version: str, obj: str, deps: tuple[str, ...], tmp: Path) -> list[dict]:
+    name_fn, text_fn, codes = ACCESSORS[family]
+    arg = [str(tmp / obj), [str(tmp / d) for d in deps], name_fn, text_fn, codes.start, codes.stop]
+    out = subprocess.run(
+        [sys.executable, "-c", _DUMP, json.dumps(arg)], check=True, capture_output=True, text=True, timeout=600
+    )
     rows = []
     for code, name, text in json.loads(out.stdout):
         if NOT_IN_TABLE.search(text) or (name and NOT_IN_TABLE.search(name)):
@@ -134,30 +150,22 @@ def dump_wheel(family: str, wheel: str, version: str, obj: str, deps: tuple[str,
             continue
         rows.append({"family": family, "package": wheel, "version": version, "file": obj, "function": text_fn,
                      "code": code, "name": name or text, "text": text})  # fmt: skip
-    done.parent.mkdir(parents=True, exist_ok=True)
-    done.write_text(json.dumps(rows))
     return rows
 
 
 def driver_names(cache: Path) -> list[dict]:
     """CUresult names and codes from cuda-bindings' declarations (the wheel is deleted at once)."""
     wheel, version, member = DRIVER_WHEEL
-    done = cache / "tables" / f"{wheel}-{version}.json"
-    if done.exists():
-        return json.loads(done.read_text())
-    with tempfile.TemporaryDirectory(prefix="nativewheel-") as tmp:
-        whl = _download_wheel(wheel, version, tmp)
-        with zipfile.ZipFile(whl) as zf:
-            text = zf.read(member).decode("utf-8", "replace")
-        whl.unlink()
-    rows = [
-        {"family": "cuda-driver", "package": wheel, "version": version, "file": member, "function": "CUresult",
-         "code": int(m.group(2)), "name": m.group(1), "line": text[: m.start(1)].count("\n") + 1}
-        for m in _CURESULT.finditer(text)
-    ]  # fmt: skip
-    done.parent.mkdir(parents=True, exist_ok=True)
-    done.write_text(json.dumps(rows))
-    return rows
+
+    def make(tmp: Path) -> list[dict]:
+        text = (tmp / member).read_text(encoding="utf-8", errors="replace")
+        return [
+            {"family": "cuda-driver", "package": wheel, "version": version, "file": member, "function": "CUresult",
+             "code": int(m.group(2)), "name": m.group(1), "line": text[: m.start(1)].count("\n") + 1}
+            for m in _CURESULT.finditer(text)
+        ]  # fmt: skip
+
+    return _cached_table(wheel, version, (member,), cache, make)
 
 
 # C string literals (adjacent ones concatenate), a preprocessor stringification, or anything else

@@ -213,14 +213,7 @@ def coverage(doc: dict, stats: dict) -> list[str]:
     for family, rels in doc["releases"].items():
         for v in rels:
             mine = [(c, ns) for f, vs, c, ns in stats["native"] if f == family and v in vs]
-            every = [c for c, _ in mine if c is not None]
-            kept = [c for c, ns in mine if c is not None and not ns]
-            named = sum(c != "unknown_failure" for c in kept)
-            share = f"{100 * named / len(kept):.1f}%" if kept else "-"
-            lines.append(
-                f"{family:<16} {v:<12} {len(kept):>5} {named:>6} {share:>7} {len(mine) - len(every):>6} "
-                f"{len(every) - len(kept):>12}"
-            )
+            lines.append(coverage_row(family, v, mine))
     by_cause: dict[str, int] = {}
     for e in doc["entries"]:
         by_cause[e["cause"]] = by_cause.get(e["cause"], 0) + 1
@@ -228,3 +221,15 @@ def coverage(doc: dict, stats: dict) -> list[str]:
     lines += [f"  {c:<34} {n:>5}" for c, n in sorted(by_cause.items(), key=lambda cn: (-cn[1], cn[0]))]
     lines.append(f"Native matcher lines shared by texts of different causes, left out: {stats['native_ambiguous']}.")
     return lines
+
+
+def coverage_row(name: str, release: str, mine: list[tuple[str | None, bool]], overall: bool = False) -> str:
+    """One release's line of a coverage table, from (cause or None when too vague, not startup)
+    per matcher: kept, named, share, vague, not startup (and, with `overall`, named among all)."""
+    every = [c for c, _ in mine if c is not None]
+    kept = [c for c, ns in mine if c is not None and not ns]
+    named = sum(c != "unknown_failure" for c in kept)
+    share = f"{100 * named / len(kept):.1f}%" if kept else "-"
+    row = f"{name:<16} {release:<12} {len(kept):>5} {named:>6} {share:>7} {len(mine) - len(every):>6} "
+    row += f"{len(every) - len(kept):>12}"
+    return row + (f" {f'{100 * named / len(every):.1f}%' if every else '-':>7}" if overall else "")
